@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fork after registration.
+ *
+ * mlock does not stop copy-on-write: after fork a private locked page is
+ * shared with the child, and the parent's next write moves the *parent* to
+ * a new physical page, silently invalidating page lists it handed out.  So
+ * for the duration of fork() the registered pages of private mappings are
+ * marked MADV_DONTFORK (the child does not get them; the parent keeps its
+ * pages exclusively) and unmarked again in the parent.  Doing it at fork
+ * time, not at registration, keeps the register path at one mlock and
+ * lets us skip shared mappings, which have no copy-on-write and which the
+ * child should keep.  The child starts with an empty LMM: locks are not
+ * inherited by fork(2), and neither is the monitor.
+ *
+ * VIADUCT_LMM_FORK=keep turns this off (the child keeps everything; the
+ * parent's page lists may then go stale when it writes after a fork).
+ * Registered stack pages are never excluded (the child needs its stack).
+ *
+ * Not covered: clone() without CLONE_VM called directly (no atfork
+ * handlers run); vfork/posix_spawn share the address space and need none.
+ */
+#include "lmm/lmm_internal.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Streaming reader of /proc/self/maps without stdio: nothing here may
+ * allocate or free while the LMM lock is held (lmm_internal.h). */
+struct maps_reader {
+	int fd;
+	char buf[4096];
+	size_t pos, len;
+	bool have;           /* a parsed line is current */
+	uintptr_t start, end;
+	bool private_map;
+};
+
+static bool fill_line(struct maps_reader *m, char *line, size_t cap)
+{
+	size_t n = 0;
+
+	for (;;) {
+		if (m->pos == m->len) {
+			ssize_t r = read(m->fd, m->buf, sizeof(m->buf));
+
+			if (r <= 0)
+				return n > 0;
+			m->pos = 0;
+			m->len = (size_t)r;
+		}
+		char c = m->buf[m->pos++];
+		if (c == '\n')
+			break;
+		if (n + 1 < cap)
+			line[n++] = c;
+	}
+	line[n] = '\0';
+	return true;
+}
+
+/* Advance to the next mapping line; false at the end. */
+static bool next_mapping(struct maps_reader *m)
+{
+	char line[512], *p;
+
+	m->have = false;
+	if (!fill_line(m, line, sizeof(line)))
+		return false;
+	m->start = (uintptr_t)strtoull(line, &p, 16);
+	m->end = (uintptr_t)strtoull(p + 1, &p, 16);
+	/* perms field " rwxp" / " rw-s": the 4th character tells.  The
+	 * child needs its stack, so stack pages are left to copy-on-write. */
+	m->private_map = p[4] == 'p' && !strstr(p, "[stack]");
+	m->have = true;
+	return true;
+}
+
+struct fork_walk {
+	struct maps_reader maps;
+	int advice;
+};
+
+static void advise_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
+{
+	struct fork_walk *w = ctx;
+	struct maps_reader *m = &w->maps;
+
+	(void)count;
+	while (m->have || next_mapping(m)) {
+		if (m->end <= s) { /* mapping lies before the area */
+			m->have = false;
+			continue;
+		}
+		if (m->start >= e)
+			return; /* keep it for the next area */
+		if (m->private_map) {
+			uintptr_t a = m->start > s ? m->start : s;
+			uintptr_t b = m->end < e ? m->end : e;
+
+			(void)madvise((void *)a, b - a, w->advice);
+		}
+		if (m->end > e)
+			return;
+		m->have = false;
+	}
+}
+
+static bool fork_protection_off(void)
+{
+	static int off = -1;
+	const char *v;
+
+	if (off < 0) {
+		v = getenv("VIADUCT_LMM_FORK");
+		off = v && !strcmp(v, "keep");
+	}
+	return off;
+}
+
+static void advise_private_areas(int advice)
+{
+	struct fork_walk w = { .advice = advice };
+
+	if (!lma_tree_nr_areas(&lmm_g.tree) || fork_protection_off())
+		return;
+	w.maps.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (w.maps.fd < 0)
+		return;
+	lmm_for_each_area(advise_area, &w);
+	close(w.maps.fd);
+}
+
+static void before_fork(void)
+{
+	lmm_global_lock();
+	advise_private_areas(MADV_DONTFORK);
+}
+
+static void after_fork_parent(void)
+{
+	advise_private_areas(MADV_DOFORK);
+	lmm_global_unlock();
+}
+
+static void after_fork_child(void)
+{
+	lmm_reset_child();
+	lmm_global_unlock();
+}
+
+void lmm_fork_handlers_install(void)
+{
+	/* Called once, under the lock, from the LMM's first use. */
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
