@@ -85,14 +85,15 @@ int lmm_get_blocks(lmm_handle_t handle, struct lmm_block *blocks, size_t max,
 int lmm_area_get(lmm_handle_t handle, void **start, size_t *length);
 
 /* Release every registration of the calling process (pin-down cache
- * included; its handles become invalid) and stop the cache's monitor. */
+ * included; its handles become invalid) and stop the cache's monitor
+ * thread.  The LMM stays usable (the monitor restarts on demand). */
 int lmm_cleanup(void);
 
 struct lmm_stats {
 	uint64_t registrations; /* live handles (cache-owned included) */
 	uint64_t areas;         /* LMAs: intervals of equal lock count */
 	uint64_t locked_bytes;  /* bytes covered by live registrations */
-	uint64_t mlock_calls;   /* since start (or lmm_cleanup) */
+	uint64_t mlock_calls;   /* since start or the last lmm_cleanup() */
 	uint64_t munlock_calls;
 	uint64_t revoked;       /* registrations revoked by the monitor */
 };
@@ -113,6 +114,8 @@ int lmm_get_stats(struct lmm_stats *stats);
  * just not cached.  See docs/lmm.md.
  */
 int lmm_cache_get(void *start, size_t length, lmm_handle_t *handle);
+/* One put per successful get.  Gets of the same memory share one handle,
+ * so an extra put is only detected (-EBADF) once no get is outstanding. */
 int lmm_cache_put(lmm_handle_t handle);
 
 /* Release every idle cached registration. */
@@ -131,7 +134,7 @@ enum lmm_cache_monitor {
 
 struct lmm_cache_stats {
 	uint64_t hits, misses;
-	uint64_t evictions;     /* idle entries dropped for budget or memlock */
+	uint64_t evictions;     /* idle entries dropped: budget, memlock, flush */
 	uint64_t invalidations; /* entries dropped because memory went away */
 	uint64_t uncacheable;   /* gets served without caching */
 	uint64_t entries;       /* current entries (idle + in use) */

@@ -362,6 +362,8 @@ static int put_locked(lmm_handle_t handle)
 	ce = reg->owner;
 	if (!ce)
 		return -EINVAL; /* a plain lmm_lock_area handle */
+	if (!ce->refs)
+		return -EBADF; /* put without a get: already released */
 	if (--ce->refs)
 		return 0;
 	cache.in_use--;

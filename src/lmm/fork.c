@@ -28,16 +28,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Streaming reader of /proc/self/maps without stdio: nothing here may
+/* Streaming reader of /proc/self/smaps without stdio: nothing here may
  * allocate or free while the LMM lock is held (lmm_internal.h). */
 struct maps_reader {
 	int fd;
 	char buf[4096];
 	size_t pos, len;
-	bool have;           /* a parsed line is current */
+	bool have;           /* a parsed mapping is current */
 	uintptr_t start, end;
-	bool private_map;
+	bool exclude;        /* private, not the stack, not already DONTFORK */
 };
+
+/* Ranges this fork marked, so the parent unmarks exactly those and never
+ * clears an application's own MADV_DONTFORK. */
+struct fork_mark {
+	uintptr_t start, end;
+	struct fork_mark *next;
+};
+
+static struct vd_pool mark_pool;
+static struct fork_mark *marks;
 
 static bool fill_line(struct maps_reader *m, char *line, size_t cap)
 {
@@ -62,10 +72,12 @@ static bool fill_line(struct maps_reader *m, char *line, size_t cap)
 	return true;
 }
 
-/* Advance to the next mapping line; false at the end. */
+/* Advance to the next mapping (header line ... "VmFlags:" line); false at
+ * the end. */
 static bool next_mapping(struct maps_reader *m)
 {
 	char line[512], *p;
+	bool private_map;
 
 	m->have = false;
 	if (!fill_line(m, line, sizeof(line)))
@@ -74,20 +86,32 @@ static bool next_mapping(struct maps_reader *m)
 	m->end = (uintptr_t)strtoull(p + 1, &p, 16);
 	/* perms field " rwxp" / " rw-s": the 4th character tells.  The
 	 * child needs its stack, so stack pages are left to copy-on-write. */
-	m->private_map = p[4] == 'p' && !strstr(p, "[stack]");
+	private_map = p[4] == 'p' && !strstr(p, "[stack]");
+	while (fill_line(m, line, sizeof(line)))
+		if (!strncmp(line, "VmFlags:", 8))
+			break;
+	m->exclude = private_map && !strstr(line, " dc");
 	m->have = true;
 	return true;
 }
 
-struct fork_walk {
-	struct maps_reader maps;
-	int advice;
-};
-
-static void advise_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
+static void mark_range(uintptr_t s, uintptr_t e)
 {
-	struct fork_walk *w = ctx;
-	struct maps_reader *m = &w->maps;
+	struct fork_mark *fm = vd_pool_alloc(&mark_pool);
+
+	/* Without a record we could not unmark it: leave it to CoW. */
+	if (!fm || madvise((void *)s, e - s, MADV_DONTFORK)) {
+		if (fm)
+			vd_pool_free(&mark_pool, fm);
+		return;
+	}
+	*fm = (struct fork_mark){ .start = s, .end = e, .next = marks };
+	marks = fm;
+}
+
+static void mark_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
+{
+	struct maps_reader *m = ctx;
 
 	(void)count;
 	while (m->have || next_mapping(m)) {
@@ -97,12 +121,9 @@ static void advise_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
 		}
 		if (m->start >= e)
 			return; /* keep it for the next area */
-		if (m->private_map) {
-			uintptr_t a = m->start > s ? m->start : s;
-			uintptr_t b = m->end < e ? m->end : e;
-
-			(void)madvise((void *)a, b - a, w->advice);
-		}
+		if (m->exclude)
+			mark_range(m->start > s ? m->start : s,
+				   m->end < e ? m->end : e);
 		if (m->end > e)
 			return;
 		m->have = false;
@@ -121,33 +142,49 @@ static bool fork_protection_off(void)
 	return off;
 }
 
-static void advise_private_areas(int advice)
+static void mark_private_areas(void)
 {
-	struct fork_walk w = { .advice = advice };
+	struct maps_reader m = { 0 };
 
 	if (!lma_tree_nr_areas(&lmm_g.tree) || fork_protection_off())
 		return;
-	w.maps.fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (w.maps.fd < 0)
+	m.fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	if (m.fd < 0)
 		return;
-	lmm_for_each_area(advise_area, &w);
-	close(w.maps.fd);
+	lmm_for_each_area(mark_area, &m);
+	close(m.fd);
+}
+
+/* Unmark (parent) or just forget (child: the marks are the parent's). */
+static void drop_marks(bool unmark)
+{
+	struct fork_mark *fm, *next;
+
+	for (fm = marks; fm; fm = next) {
+		next = fm->next;
+		if (unmark)
+			(void)madvise((void *)fm->start, fm->end - fm->start,
+				      MADV_DOFORK);
+		vd_pool_free(&mark_pool, fm);
+	}
+	marks = NULL;
 }
 
 static void before_fork(void)
 {
 	lmm_global_lock();
-	advise_private_areas(MADV_DONTFORK);
+	mark_private_areas();
 }
 
 static void after_fork_parent(void)
 {
-	advise_private_areas(MADV_DOFORK);
+	drop_marks(true);
 	lmm_global_unlock();
 }
 
 static void after_fork_child(void)
 {
+	drop_marks(false);
 	lmm_reset_child();
 	lmm_global_unlock();
 }
@@ -155,5 +192,6 @@ static void after_fork_child(void)
 void lmm_fork_handlers_install(void)
 {
 	/* Called once, under the lock, from the LMM's first use. */
+	vd_pool_init(&mark_pool, sizeof(struct fork_mark));
 	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

@@ -23,7 +23,7 @@ struct lmm_global lmm_g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.pagemap_fd = -1,
 	.pfn_readable = -1,
-	.watch = { .uffd = -1 },
+	.watch = { .uffd = -1, .stop_fd = -1 },
 };
 
 static uint64_t random_u64(void)
@@ -36,9 +36,28 @@ static uint64_t random_u64(void)
 	       (uint64_t)getpid();
 }
 
+static int sys_mlock(uintptr_t s, size_t len);
+static int sys_munlock(uintptr_t s, size_t len);
+
+/* Older kernels lock PROT_NONE memory without faulting it in; newer ones
+ * fail with ENOMEM.  Only the former need a residency check per lock. */
+static bool mlock_accepts_prot_none(void)
+{
+	void *p = mmap(NULL, lmm_g.page_size, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool accepts;
+
+	if (p == MAP_FAILED)
+		return true;
+	accepts = sys_mlock((uintptr_t)p, lmm_g.page_size) == 0;
+	munmap(p, lmm_g.page_size); /* before any monitor exists */
+	return accepts;
+}
+
 static void global_init(void)
 {
 	lmm_g.page_size = (size_t)sysconf(_SC_PAGESIZE);
+	lmm_g.check_resident = mlock_accepts_prot_none();
 	lma_tree_init(&lmm_g.tree);
 	lmm_g.tree.rng = random_u64() | 1;
 	lmm_fork_handlers_install();
@@ -183,7 +202,7 @@ static bool range_mapped(uintptr_t s, uintptr_t e)
 /* mlock does not fault in PROT_NONE pages; refuse what cannot be backed. */
 static bool range_resident(uintptr_t s, uintptr_t e)
 {
-	unsigned char vec[256];
+	unsigned char vec[4096];
 	size_t ps = lmm_g.page_size, n, i;
 
 	for (; s < e; s += n * ps) {
@@ -197,13 +216,21 @@ static bool range_resident(uintptr_t s, uintptr_t e)
 	return true;
 }
 
+/* mlock's ENOMEM means a hole, the limit, or pages that cannot be faulted
+ * in (PROT_NONE, beyond the end of a file).  Locking without faulting
+ * (MLOCK_ONFAULT) separates the last from the limit. */
 static int mlock_error(int err, uintptr_t s, uintptr_t e)
 {
 	if (err == EPERM)
 		return -EPERM;
 	if (err == EINVAL)
 		return -EINVAL;
-	return range_mapped(s, e) ? -ENOMEM : -EFAULT;
+	if (!range_mapped(s, e))
+		return -EFAULT;
+	if (syscall(SYS_mlock2, (void *)s, e - s, MLOCK_ONFAULT))
+		return -ENOMEM;
+	munlock_robust(s, e);
+	return -EFAULT;
 }
 
 static int lock_run(void *ctx, uintptr_t s, uintptr_t e)
@@ -216,7 +243,7 @@ static int lock_run(void *ctx, uintptr_t s, uintptr_t e)
 		munlock_robust(s, e); /* mlock may have locked a prefix */
 		return mlock_error(err, s, e);
 	}
-	if (!range_resident(s, e)) {
+	if (lmm_g.check_resident && !range_resident(s, e)) {
 		munlock_robust(s, e);
 		return -EFAULT;
 	}
@@ -485,6 +512,8 @@ int lmm_cleanup(void)
 	lma_tree_for_each(&lmm_g.tree, unlock_area_run, NULL);
 	lma_tree_clear(&lmm_g.tree);
 	free_all_slots();
+	lmm_g.mlock_calls = lmm_g.munlock_calls = lmm_g.revoked = 0;
+	lmm_watch_stop_locked();
 	lmm_global_unlock();
 	return 0;
 }

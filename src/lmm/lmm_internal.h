@@ -39,6 +39,7 @@ struct lmm_reg {
 
 struct lmm_watch {
 	int uffd;          /* -1 when not running */
+	int stop_fd;       /* eventfd: tells the monitor thread to exit */
 	int state;         /* enum lmm_cache_monitor */
 	pthread_t thread;
 };
@@ -55,6 +56,7 @@ struct lmm_global {
 	uint64_t mlock_calls, munlock_calls, revoked;
 	int pagemap_fd;            /* -1 until first use */
 	int pfn_readable;          /* -1 unknown, 0, 1 */
+	bool check_resident;       /* mlock accepts PROT_NONE on this kernel */
 	struct lmm_watch watch;
 };
 
@@ -94,6 +96,8 @@ bool lmm_watch_active(void);
 int lmm_watch_range(uintptr_t s, uintptr_t e);   /* 0 or -errno */
 void lmm_unwatch_range(uintptr_t s, uintptr_t e);
 void lmm_watch_reset_child(void);
+/* Stop the monitor (lmm_cleanup): it closes its descriptors and exits. */
+void lmm_watch_stop_locked(void);
 
 /* cache.c */
 void lmm_cache_on_revoke(struct cache_entry *e);

@@ -24,6 +24,8 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -150,23 +152,31 @@ static void drain_events(int fd)
 	}
 }
 
+/* The thread owns both descriptors and closes them when told to stop;
+ * closing the userfaultfd also releases any thread still waiting on it. */
 static void *monitor_main(void *arg)
 {
-	int fd = (int)(intptr_t)arg;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t fds = (uint64_t)(uintptr_t)arg;
+	int fd = (int)(fds & 0xffffffffu), stop = (int)(fds >> 32);
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+			       { .fd = stop, .events = POLLIN } };
 
 	for (;;) {
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			return NULL;
-		if (p.revents & (POLLERR | POLLNVAL))
-			return NULL;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents || (p[0].revents & (POLLERR | POLLNVAL)))
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
 		lmm_global_lock();
-		/* fork() resets the descriptor in the child; a monitor of a
-		 * previous incarnation must not touch a new one. */
+		/* After lmm_cleanup the descriptor is no longer current. */
 		if (lmm_g.watch.uffd == fd)
 			drain_events(fd);
 		lmm_global_unlock();
 	}
+	close(fd);
+	close(stop);
+	return NULL;
 }
 
 static void watch_existing(void *ctx, uintptr_t s, uintptr_t e, uint64_t c)
@@ -176,8 +186,9 @@ static void watch_existing(void *ctx, uintptr_t s, uintptr_t e, uint64_t c)
 	(void)lmm_watch_range(s, e);
 }
 
-static int spawn_monitor(int fd)
+static int spawn_monitor(int fd, int stop)
 {
+	uint64_t fds = (uint64_t)(uint32_t)fd | (uint64_t)(uint32_t)stop << 32;
 	sigset_t all, old;
 	pthread_attr_t attr;
 	int err;
@@ -188,7 +199,7 @@ static int spawn_monitor(int fd)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	err = pthread_create(&lmm_g.watch.thread, &attr, monitor_main,
-			     (void *)(intptr_t)fd);
+			     (void *)(uintptr_t)fds);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -err;
@@ -196,7 +207,7 @@ static int spawn_monitor(int fd)
 
 int lmm_watch_start_locked(void)
 {
-	int fd, err;
+	int fd, stop, err;
 
 	if (lmm_g.watch.state != LMM_CACHE_MONITOR_NONE)
 		return lmm_watch_active() ? 0 : -ENOTSUP;
@@ -205,13 +216,17 @@ int lmm_watch_start_locked(void)
 		lmm_g.watch.state = LMM_CACHE_MONITOR_UNAVAILABLE;
 		return fd;
 	}
-	err = spawn_monitor(fd);
+	stop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	err = stop < 0 ? -errno : spawn_monitor(fd, stop);
 	if (err) {
 		close(fd);
+		if (stop >= 0)
+			close(stop);
 		lmm_g.watch.state = LMM_CACHE_MONITOR_UNAVAILABLE;
 		return err;
 	}
 	lmm_g.watch.uffd = fd;
+	lmm_g.watch.stop_fd = stop;
 	lmm_g.watch.state = LMM_CACHE_MONITOR_USERFAULTFD;
 	/* From now on every locked page is watched, plain registrations too:
 	 * otherwise an unwatched unmap would leave counts the cache trusts. */
@@ -221,10 +236,25 @@ int lmm_watch_start_locked(void)
 
 void lmm_watch_reset_child(void)
 {
-	/* The inherited descriptor belongs to the parent's address space;
-	 * the child has no monitor thread.  Start afresh on first use. */
+	/* The inherited descriptors belong to the parent's monitor; the
+	 * child has no monitor thread.  Start afresh on first use. */
 	if (lmm_g.watch.uffd >= 0)
 		close(lmm_g.watch.uffd);
-	lmm_g.watch.uffd = -1;
+	if (lmm_g.watch.stop_fd >= 0)
+		close(lmm_g.watch.stop_fd);
+	lmm_g.watch.uffd = lmm_g.watch.stop_fd = -1;
+	lmm_g.watch.state = LMM_CACHE_MONITOR_NONE;
+}
+
+void lmm_watch_stop_locked(void)
+{
+	uint64_t one = 1;
+
+	if (lmm_watch_active() &&
+	    write(lmm_g.watch.stop_fd, &one, sizeof(one)) != sizeof(one))
+		return; /* cannot tell it: keep it running, still correct */
+	/* The thread closes the descriptors; forget them here. */
+	if (lmm_watch_active())
+		lmm_g.watch.uffd = lmm_g.watch.stop_fd = -1;
 	lmm_g.watch.state = LMM_CACHE_MONITOR_NONE;
 }
