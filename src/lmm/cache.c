@@ -326,9 +326,7 @@ int lmm_cache_get(void *start, size_t length, lmm_handle_t *handle)
 	uintptr_t s, e;
 	int err;
 
-	if (!handle)
-		return -EINVAL;
-	err = lmm_page_range(start, length, &s, &e);
+	err = lmm_request_range(start, length, handle, &s, &e);
 	if (err)
 		return err;
 	lmm_global_lock();

@@ -283,12 +283,12 @@ static void unlock_outside(void *ctx, uintptr_t s, uintptr_t e)
 
 /* ---- registration core ---------------------------------------------------- */
 
-int lmm_page_range(const void *start, size_t length, uintptr_t *s,
-		   uintptr_t *e)
+int lmm_request_range(const void *start, size_t length,
+		      const lmm_handle_t *handle, uintptr_t *s, uintptr_t *e)
 {
 	uintptr_t a = (uintptr_t)start, ps = (uintptr_t)sysconf(_SC_PAGESIZE);
 
-	if (!length)
+	if (!handle || !length)
 		return -EINVAL;
 	if (a + length < a || a + length + ps - 1 < a + length)
 		return -EOVERFLOW;
@@ -410,9 +410,7 @@ int lmm_lock_area(void *start, size_t length, lmm_handle_t *handle)
 	uintptr_t s, e;
 	int err;
 
-	if (!handle)
-		return -EINVAL;
-	err = lmm_page_range(start, length, &s, &e);
+	err = lmm_request_range(start, length, handle, &s, &e);
 	if (err)
 		return err;
 	lmm_global_lock();
@@ -458,6 +456,19 @@ int lmm_area_get(lmm_handle_t handle, void **start, size_t *length)
 	return err;
 }
 
+/* The registration behind a handle, if it is live; else -EBADF/-ESTALE. */
+static int live_reg(lmm_handle_t handle, struct lmm_reg **out)
+{
+	struct lmm_reg *reg = lmm_reg_lookup(handle);
+
+	if (!reg)
+		return -EBADF;
+	if (reg->state == REG_REVOKED)
+		return -ESTALE;
+	*out = reg;
+	return 0;
+}
+
 int lmm_get_pages(lmm_handle_t handle, uint64_t *pages, size_t max,
 		  size_t *count, unsigned *flags)
 {
@@ -467,12 +478,8 @@ int lmm_get_pages(lmm_handle_t handle, uint64_t *pages, size_t max,
 	if (!count || (!pages && max))
 		return -EINVAL;
 	lmm_global_lock();
-	reg = lmm_reg_lookup(handle);
-	if (!reg)
-		err = -EBADF;
-	else if (reg->state == REG_REVOKED)
-		err = -ESTALE;
-	else
+	err = live_reg(handle, &reg);
+	if (!err)
 		err = lmm_pages_locked(reg, pages, max, count, flags);
 	lmm_global_unlock();
 	return err;
@@ -487,12 +494,8 @@ int lmm_get_blocks(lmm_handle_t handle, struct lmm_block *blocks, size_t max,
 	if (!count || (!blocks && max))
 		return -EINVAL;
 	lmm_global_lock();
-	reg = lmm_reg_lookup(handle);
-	if (!reg)
-		err = -EBADF;
-	else if (reg->state == REG_REVOKED)
-		err = -ESTALE;
-	else
+	err = live_reg(handle, &reg);
+	if (!err)
 		err = lmm_blocks_locked(reg, blocks, max, count, flags);
 	lmm_global_unlock();
 	return err;

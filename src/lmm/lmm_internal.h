@@ -66,8 +66,9 @@ extern struct lmm_global lmm_g;
 void lmm_global_lock(void);   /* also initialises on first use */
 void lmm_global_unlock(void);
 struct lmm_reg *lmm_reg_lookup(lmm_handle_t h);
-int lmm_page_range(const void *start, size_t length, uintptr_t *s,
-		   uintptr_t *e);
+/* Validate a lock/get request and round it to whole pages. */
+int lmm_request_range(const void *start, size_t length,
+		      const lmm_handle_t *handle, uintptr_t *s, uintptr_t *e);
 /* Register [s, e) (page-aligned) under the lock; evicts idle cache entries
  * and retries when RLIMIT_MEMLOCK is exhausted. */
 int lmm_register_locked(uintptr_t s, uintptr_t e, struct cache_entry *owner,
