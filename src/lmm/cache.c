@@ -431,6 +431,24 @@ int lmm_cache_get_stats(struct lmm_cache_stats *st)
 	return 0;
 }
 
+void lmm_cache_forget_locked(void)
+{
+	struct cache_entry *ce, *next;
+
+	if (!cache.ready)
+		return;
+	for (ce = cache.all; ce; ce = next) {
+		next = ce->all_next;
+		if (ce->indexed)
+			idx_remove(ce);
+		if (!ce->refs) {
+			lru_unlink(ce);
+			lmm_release_locked(ce->reg);
+			entry_free(ce);
+		}
+	}
+}
+
 /* Every entry, in use or not, with its registration (lmm_cleanup). */
 void lmm_cache_drop_all_locked(void)
 {

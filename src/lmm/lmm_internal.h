@@ -105,6 +105,8 @@ void lmm_cache_on_revoke(struct cache_entry *e);
 bool lmm_cache_evict_one_locked(void);
 void lmm_cache_drop_all_locked(void);
 void lmm_cache_reset_child(void);
+/* The monitor is gone: drop idle entries, unindex the ones in use. */
+void lmm_cache_forget_locked(void);
 
 /* fork.c */
 void lmm_fork_handlers_install(void);

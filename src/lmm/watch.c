@@ -152,6 +152,38 @@ static void drain_events(int fd)
 	}
 }
 
+/* A monitor that cannot go on (poll failure): the cache must not trust
+ * what it no longer watches.  Closing the descriptor drops every watch. */
+static void monitor_failed(int fd)
+{
+	lmm_global_lock();
+	if (lmm_g.watch.uffd == fd) {
+		lmm_cache_forget_locked();
+		lmm_g.watch.uffd = lmm_g.watch.stop_fd = -1;
+		lmm_g.watch.state = LMM_CACHE_MONITOR_UNAVAILABLE;
+	}
+	lmm_global_unlock();
+}
+
+/* Wait for events or the stop signal; false when the thread must exit. */
+static bool monitor_wait(struct pollfd p[2], bool *failed)
+{
+	uint64_t v;
+
+	if (poll(p, 2, -1) < 0 && errno != EINTR) {
+		*failed = true;
+		return false;
+	}
+	if (p[1].revents) {
+		/* Consume it: the read pairs with lmm_watch_stop_locked's
+		 * write, ordering everything before it with our close. */
+		(void)!read(p[1].fd, &v, sizeof(v));
+		return false;
+	}
+	*failed = p[0].revents & (POLLERR | POLLNVAL);
+	return !*failed;
+}
+
 /* The thread owns both descriptors and closes them when told to stop;
  * closing the userfaultfd also releases any thread still waiting on it. */
 static void *monitor_main(void *arg)
@@ -160,12 +192,9 @@ static void *monitor_main(void *arg)
 	int fd = (int)(fds & 0xffffffffu), stop = (int)(fds >> 32);
 	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
 			       { .fd = stop, .events = POLLIN } };
+	bool failed = false;
 
-	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents || (p[0].revents & (POLLERR | POLLNVAL)))
-			break;
+	while (monitor_wait(p, &failed)) {
 		if (!(p[0].revents & POLLIN))
 			continue;
 		lmm_global_lock();
@@ -174,6 +203,8 @@ static void *monitor_main(void *arg)
 			drain_events(fd);
 		lmm_global_unlock();
 	}
+	if (failed)
+		monitor_failed(fd);
 	close(fd);
 	close(stop);
 	return NULL;
