@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: MIT
+#
+# viaduct: the commands a user and CI type.  The build itself is CMake +
+# Ninja; this file only drives it (see docs/build.md).
+#
+#   make deps      install missing Debian packages (apt-get, as root or sudo)
+#   make build     release build (-O2 -g) in build/
+#   make demo      deps + build + run the lmm benchmark and plot it
+#   make test      deps + every test in release, ASan+UBSan and TSan builds,
+#                  plus an install smoke test; summary at the end
+#   make install   PREFIX=/some/dir (default /usr/local)
+#   make bench     build + run the benchmarks
+#   make clean     remove every build directory
+
+# Debian packages needed to build, test and plot; one list, used by deps.
+DEB_PACKAGES := cmake ninja-build gcc make pkg-config python3 \
+	python3-matplotlib procps util-linux
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+JOBS ?= 2
+CMAKE ?= cmake
+CTEST ?= ctest
+# Debian's python3, which has python3-matplotlib; a python3 earlier on PATH
+# (pyenv, venv) may not.
+PYTHON ?= /usr/bin/python3
+# Extra bench_lmm options, e.g. BENCH_ARGS=--quick.
+BENCH_ARGS ?=
+
+BUILD_DIR := build
+BENCH_OUT := $(BUILD_DIR)/bench-results
+BUILD_DIRS := build build-asan build-tsan
+
+CONFIGURE := $(CMAKE) -S . -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIADUCT_SANITIZE= \
+	-DCMAKE_INSTALL_LIBDIR=lib
+
+.DEFAULT_GOAL := build
+.PHONY: help deps build demo test install bench bench-run clean
+
+help:
+	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
+
+deps:
+	@bash tools/deps.sh $(DEB_PACKAGES)
+
+# Configuring every time is cheap and picks up new source folders.
+build:
+	@command -v $(CMAKE) >/dev/null && command -v ninja >/dev/null || \
+		{ echo "build: cmake or ninja missing; run 'make deps' first" >&2; exit 1; }
+	$(CONFIGURE) -B $(BUILD_DIR)
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
+
+# Sub-makes keep the steps in order even under make -j.
+demo: deps
+	@$(MAKE) --no-print-directory bench
+
+bench: build
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run:
+	@test -x $(BUILD_DIR)/bench/bench_lmm || \
+		{ echo "bench: $(BUILD_DIR)/bench/bench_lmm was not built (no bench/ folder?)" >&2; exit 1; }
+	mkdir -p $(BENCH_OUT)
+	$(BUILD_DIR)/bench/bench_lmm $(BENCH_ARGS) --csv $(BENCH_OUT)/lmm.csv
+	$(PYTHON) bench/lmm/plot.py $(BENCH_OUT)/lmm.csv $(BENCH_OUT)/lmm.png
+	@echo "bench: results in $(BENCH_OUT)/lmm.csv, plot in $(BENCH_OUT)/lmm.png"
+
+test: deps
+	@JOBS=$(JOBS) CMAKE=$(CMAKE) CTEST=$(CTEST) MAKE="$(MAKE)" bash tools/check.sh
+
+install: build
+	DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD_DIR) --prefix $(abspath $(PREFIX))
+
+clean:
+	rm -rf $(BUILD_DIRS)
