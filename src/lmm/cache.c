@@ -403,9 +403,7 @@ int lmm_cache_set_limits(size_t max_entries, size_t max_bytes)
 		cache.max_entries = max_entries;
 	if (max_bytes)
 		cache.max_bytes = max_bytes;
-	while (cache.lru_tail && (cache.entries > cache.max_entries ||
-				  cache.bytes > cache.max_bytes))
-		evict(cache.lru_tail);
+	(void)fit_budget(); /* entries in use may keep it over, for now */
 	lmm_global_unlock();
 	return 0;
 }
