@@ -36,8 +36,17 @@ static uint64_t random_u64(void)
 	       (uint64_t)getpid();
 }
 
-static int sys_mlock(uintptr_t s, size_t len);
-static int sys_munlock(uintptr_t s, size_t len);
+/* The sanitizer runtimes replace mlock/munlock with no-ops; call the kernel
+ * directly so locking is real in every build. */
+static int sys_mlock(uintptr_t s, size_t len)
+{
+	return (int)syscall(SYS_mlock, (void *)s, len);
+}
+
+static int sys_munlock(uintptr_t s, size_t len)
+{
+	return (int)syscall(SYS_munlock, (void *)s, len);
+}
 
 /* Older kernels lock PROT_NONE memory without faulting it in; newer ones
  * fail with ENOMEM.  Only the former need a residency check per lock. */
@@ -165,18 +174,6 @@ static lmm_handle_t handle_of(const struct lmm_reg *reg, uint32_t idx)
 }
 
 /* ---- the mlock side of the tree ------------------------------------------- */
-
-/* The sanitizer runtimes replace mlock/munlock with no-ops; call the kernel
- * directly so locking is real in every build. */
-static int sys_mlock(uintptr_t s, size_t len)
-{
-	return (int)syscall(SYS_mlock, (void *)s, len);
-}
-
-static int sys_munlock(uintptr_t s, size_t len)
-{
-	return (int)syscall(SYS_munlock, (void *)s, len);
-}
 
 /* munlock that also works across holes (memory already unmapped): on
  * failure, split and retry, so every still-mapped piece is unlocked. */
@@ -367,7 +364,8 @@ void lmm_revoke_range_locked(uintptr_t s, uintptr_t e, bool gone)
 	}
 }
 
-static void release_gap(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
+/* Tree visitor: munlock (and unwatch) a run. */
+static void unlock_visit(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
 {
 	(void)ctx;
 	(void)count;
@@ -376,7 +374,7 @@ static void release_gap(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
 
 void lmm_release_unaccounted_locked(uintptr_t s, uintptr_t e)
 {
-	lma_tree_for_each_gap(&lmm_g.tree, s, e, release_gap, NULL);
+	lma_tree_for_each_gap(&lmm_g.tree, s, e, unlock_visit, NULL);
 }
 
 void lmm_for_each_area(lma_visit_fn fn, void *ctx)
@@ -501,18 +499,11 @@ int lmm_get_blocks(lmm_handle_t handle, struct lmm_block *blocks, size_t max,
 	return err;
 }
 
-static void unlock_area_run(void *ctx, uintptr_t s, uintptr_t e, uint64_t c)
-{
-	(void)ctx;
-	(void)c;
-	unlock_run(NULL, s, e);
-}
-
 int lmm_cleanup(void)
 {
 	lmm_global_lock();
 	lmm_cache_drop_all_locked();
-	lma_tree_for_each(&lmm_g.tree, unlock_area_run, NULL);
+	lma_tree_for_each(&lmm_g.tree, unlock_visit, NULL);
 	lma_tree_clear(&lmm_g.tree);
 	free_all_slots();
 	lmm_g.mlock_calls = lmm_g.munlock_calls = lmm_g.revoked = 0;
