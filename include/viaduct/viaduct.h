@@ -20,8 +20,82 @@ const char *viaduct_version(void);
  * RLIMIT_MEMLOCK).  Never NULL. */
 const char *viaduct_strerror(int err);
 
+
 #ifdef __cplusplus
 }
 #endif
 
 #endif /* VIADUCT_VIADUCT_H */
+
+/* ---- VIPL extensions (seed 001 section 3.7) -------------------------------
+ * Declared once <vipl.h> is included (it includes this header), in either
+ * order; they never change
+ * standard VIPL behaviour: a VI whose flags are 0 behaves as VIA says. */
+#if defined(VIPL_H) && !defined(VIADUCT_VIPL_EXT_H)
+#define VIADUCT_VIPL_EXT_H
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Flow control (seed 001 3.7.1): a send, or RDMA write with immediate, that
+ * finds no receive posted at the peer waits in the send queue, in order,
+ * until one is posted -- instead of being dropped or breaking the
+ * connection.  Only the sending VI needs the flag. */
+#define VIADUCT_VI_FLOW_CONTROL 0x1u
+/* Request splitting (seed 001 3.7.2): a message larger than the first
+ * posted receive continues in the following receive descriptors.  Set on
+ * the receiving VI.  Every descriptor but the last of a message completes
+ * with VIADUCT_STATUS_MORE set; Length is the bytes placed in that one. */
+#define VIADUCT_VI_SPLIT_RECV 0x2u
+#define VIADUCT_VI_FLAGS_ALL (VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_SPLIT_RECV)
+
+/* In a receive descriptor's Status: the message continues in the next
+ * receive descriptor (a bit VIA reserves, so standard clients never see it
+ * unless they enabled VIADUCT_VI_SPLIT_RECV). */
+#define VIADUCT_STATUS_MORE 0x200u
+
+/* How the shm provider moves send data: inline in the transfer queue
+ * ("PIO"), or written straight into the receive buffer with one
+ * process_vm_writev ("DMA").  AUTO uses the measured switch point
+ * (overridable with VIADUCT_SHM_PIO_MAX). */
+enum viaduct_xfer_mode {
+	VIADUCT_XFER_AUTO = 0,
+	VIADUCT_XFER_PIO = 1,
+	VIADUCT_XFER_DMA = 2
+};
+
+struct viaduct_vi_ext {
+	VIP_UINT32 flags;               /* VIADUCT_VI_* */
+	VIP_UINT32 xfer_mode;           /* enum viaduct_xfer_mode */
+};
+
+/* Set or read a VI's extension attributes; any state.  VIP_INVALID_PARAMETER
+ * for a bad handle, unknown flag or mode. */
+VIP_RETURN viaduct_vi_set_ext(VIP_VI_HANDLE vi, const struct viaduct_vi_ext *ext);
+VIP_RETURN viaduct_vi_get_ext(VIP_VI_HANDLE vi, struct viaduct_vi_ext *ext);
+
+/* Per-VI counters since VipCreateVi (cumulative over connections). */
+struct viaduct_vi_stats {
+	VIP_UINT64 sends;               /* send descriptors completed */
+	VIP_UINT64 send_bytes;
+	VIP_UINT64 recvs;               /* receive descriptors completed */
+	VIP_UINT64 recv_bytes;
+	VIP_UINT64 pio_sends;           /* data moved inline */
+	VIP_UINT64 dma_sends;           /* data moved by process_vm_writev */
+	VIP_UINT64 rdma_writes;
+	VIP_UINT64 rdma_reads;
+	VIP_UINT64 rdma_bytes;
+	VIP_UINT64 deferred_sends;      /* flow control: sends that waited */
+	VIP_UINT64 dropped_sends;       /* no receive posted, unreliable */
+	VIP_UINT64 split_recvs;         /* receive descriptors marked MORE */
+	VIP_UINT64 protection_errors;   /* RDMA refused, either side */
+	VIP_UINT64 waits_slept;         /* *Wait calls that went to sleep */
+	VIP_UINT64 wakes_sent;          /* futex wakes issued to the peer */
+};
+
+VIP_RETURN viaduct_vi_get_stats(VIP_VI_HANDLE vi, struct viaduct_vi_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VIADUCT_VIPL_EXT_H */

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm provider internals: the per-connection state both halves of the
+ * provider use -- connection management (shm_conn.c, shm_service.c) and
+ * the data path (shm_xfer.c, shm_cq.c).
+ */
+#ifndef VIADUCT_SHM_H
+#define VIADUCT_SHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "vipl/vipl_internal.h"
+#include "prov/shm/shm_layout.h"
+
+/* One connected VI's provider state (vd_vi.conn). */
+struct vd_shm_conn {
+	int sock;                           /* control channel to the peer */
+	int pidfd;                          /* peer process, or -1 */
+	pid_t peer_pid;                     /* from SO_PEERCRED */
+	struct vd_vi *vi;
+
+	struct vd_shm_region *region;       /* shared, read-write */
+	size_t region_len;
+	struct vd_shm_dir *tx;              /* we send here (we are S) */
+	struct vd_shm_dir *rx;              /* we receive here (we are R) */
+	struct vd_shm_cookie *tx_cookies;   /* tx->off_cookies, validated */
+	struct vd_shm_xfer *tx_xfers;
+	uint8_t *tx_ring;
+	struct vd_shm_cookie *rx_cookies;
+	struct vd_shm_xfer *rx_xfers;
+	uint8_t *rx_ring;
+	uint32_t depth;                     /* power of two */
+	uint32_t pio_bytes;
+
+	/* Peer's TPT, mapped read-only (VD_TPT_SHARED_BYTES), for RDMA. */
+	const struct vd_tpt_shared *peer_tpt;
+	/* Peer's receive CQ event ring, mapped read-write, or NULL when the
+	 * peer VI's receive queue has no CQ; peer_vi_bits is the event to
+	 * push there (the peer's VI handle | VD_CQR_RECV). */
+	struct vd_cq_ring *peer_rcq;
+	size_t peer_rcq_len;
+	uint64_t peer_vi_bits;
+	VIP_VI_ATTRIBUTES peer_attrs;       /* Ptag is NULL */
+
+	/* Lazy private copies of the other side's indices (CLAN). */
+	uint32_t tx_cookie_write_lazy;      /* sq lock */
+	uint32_t tx_xfer_read_lazy;         /* sq lock */
+	uint32_t tx_ring_read_lazy;         /* sq lock */
+	uint32_t tx_ring_write;             /* sq lock: next ring byte */
+	uint32_t tx_cookie_read;            /* sq lock: private mirror */
+	uint32_t tx_xfer_write;             /* sq lock: private mirror */
+	uint32_t rx_xfer_write_lazy;        /* rq lock */
+	uint32_t rx_xfer_read;              /* rq lock: private mirror */
+	uint32_t rx_cookie_write;           /* rq lock: private mirror */
+	uint32_t rx_cookie_read_lazy;       /* rq lock */
+	uint32_t peer_rcq_cap;              /* validated copy of the ring's */
+
+	_Atomic bool broken;                /* set once; no more transfers */
+	bool in_epoll;                      /* service thread watches it */
+};
+
+/* Per-NIC provider state (vd_nic.prov). */
+struct vd_shm_nic {
+	struct vd_nic *nic;
+	pthread_mutex_t lock;
+	struct vd_list listeners;           /* struct vd_shm_listener */
+};
+
+/* Per-CQ provider state (vd_cq.prov), made by cq_open (shm_cq.c).  The
+ * memfd is handed to peers whose VIs send to a VI bound to this CQ. */
+struct vd_shm_cq {
+	int memfd;
+	struct vd_cq_ring *ring;
+	size_t len;
+};
+
+/* ---- service thread (shm_service.c) ---------------------------------------
+ * One per process, started on first use: watches every connection's
+ * socket and pidfd, and turns peer death, disconnect and error notices
+ * into vd_vi_conn_broken(). */
+int vd_shm_service_add(struct vd_shm_conn *c);
+void vd_shm_service_remove(struct vd_shm_conn *c);
+
+/* Control messages sent over a connection's socket after it is set up. */
+enum vd_shm_notice {
+	VD_SHM_NOTICE_DISCONNECT = 1,       /* orderly VipDisconnect */
+	VD_SHM_NOTICE_RECVQ_EMPTY = 2,      /* your send found no receive */
+	VD_SHM_NOTICE_LENGTH = 3,           /* your message did not fit */
+	VD_SHM_NOTICE_RDMAW_PROT = 4,       /* RDMA write refused at you */
+	VD_SHM_NOTICE_RDMAR_PROT = 5,       /* RDMA read refused at you */
+};
+/* Send one notice to the peer (never blocks; best effort). */
+void vd_shm_notice(struct vd_shm_conn *c, enum vd_shm_notice n, bool breaks);
+
+/* ---- connection set-up helpers (shm_conn.c) ------------------------------ */
+/* Map, validate and wire up a connection region received from a peer or
+ * created locally.  0 or -errno; on error nothing is left mapped. */
+int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, int *memfd);
+int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx);
+void vd_shm_conn_free(struct vd_shm_conn *c);
+
+/* ---- data path (shm_xfer.c, shm_rdma.c, shm_cq.c) ------------------------ */
+void vd_shm_conn_ready(struct vd_vi *vi);
+void vd_shm_conn_attrs_changed(struct vd_vi *vi);
+int vd_shm_send_progress(struct vd_vi *vi);
+int vd_shm_recv_publish(struct vd_vi *vi);
+int vd_shm_recv_progress(struct vd_vi *vi);
+int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline_ns);
+int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns);
+void vd_shm_wake(struct vd_vi *vi);
+void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx);
+
+int vd_shm_cq_open(struct vd_cq *cq);
+void vd_shm_cq_close(struct vd_cq *cq);
+int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
+int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
+int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns);
+/* Append an event to a ring (ours or a peer's); -ENOSPC when full. */
+int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev);
+
+/* Moving one message or RDMA (shm_rdma.c); sq lock held.  Fill iovecs for
+ * the local data segments [first, SegCount) of a descriptor. */
+unsigned vd_shm_local_iov(VIP_DESCRIPTOR *d, unsigned first, struct iovec *iov);
+/* 0 done (descriptor completed), -EAGAIN deferred (flow control). */
+int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d);
+/* Take the next cookie and announce a completion without payload (RDMA
+ * write with immediate); same policy as a send when none is posted. */
+int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
+		    uint32_t length, uint32_t op_status, bool *deferred);
+/* Outcome of a send or RDMA that found no usable receive: apply the VI's
+ * reliability level.  Returns the sender's status bits. */
+uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
+			   enum vd_shm_notice why);
+
+/* ---- futex (shm_xfer.c) ----------------------------------------------------- */
+int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);
+void vd_futex_wake(_Atomic uint32_t *addr);
+
+#endif /* VIADUCT_SHM_H */

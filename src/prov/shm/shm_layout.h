@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm provider: layout of the memory two processes share for one
+ * connection, and of a completion queue's event ring.  Versioned; offsets,
+ * never pointers; every index written by one side only, on its own cache
+ * line.  Everything read from here was written by another process and is
+ * validated before use.
+ *
+ * Connection region (one memfd, made by the connecting side, sealed
+ * against shrinking and growing so no access can SIGBUS):
+ *
+ *   struct vd_shm_region            header
+ *   struct vd_shm_dir dir[2]        dir[0]: requester -> acceptor
+ *                                   dir[1]: acceptor -> requester
+ *   per direction, at dir.off_*:
+ *     cookies[depth]                receiver -> sender: posted receives
+ *     xfers[depth]                  sender -> receiver: completions
+ *     pio ring (pio_bytes)          sender -> receiver: inline payloads
+ *
+ * The CLAN distributed message queue (seed 001 figure 4): the producer
+ * owns write_i, the consumer owns read_i, each keeps a lazy private copy
+ * of the other's index and re-reads the shared one only when the queue
+ * looks full (producer) or empty (consumer).
+ */
+#ifndef VIADUCT_SHM_LAYOUT_H
+#define VIADUCT_SHM_LAYOUT_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
+#define VD_SHM_VERSION 1u
+#define VD_CACHELINE 64
+
+#define VD_SHM_DEPTH 256u               /* cookie and transfer slots */
+#define VD_SHM_PIO_BYTES (256u * 1024)  /* inline payload ring */
+#define VD_SHM_INLINE 40u               /* payload bytes inside a slot */
+
+/* One cache line per writer. */
+#define VD_LINE(decl) \
+	union { decl; char _pad_##__LINE__[VD_CACHELINE]; }
+
+/* A receive descriptor offered to the sender (the RDMA cookie). */
+struct vd_shm_seg {
+	uint64_t addr;                  /* receiver's virtual address */
+	uint32_t len;
+	uint32_t reserved;
+};
+
+struct vd_shm_cookie {
+	uint32_t seq;                   /* receiver's rq index, low 32 bits */
+	uint16_t nseg;
+	uint16_t reserved0;
+	uint64_t total;                 /* sum of seg[].len */
+	uint64_t reserved1[2];
+	struct vd_shm_seg seg[16];      /* VD_MAX_SEGS */
+};
+static_assert(sizeof(struct vd_shm_cookie) == 288, "cookie layout");
+
+/* vd_shm_xfer.flags */
+#define VD_XF_INLINE 0x1u       /* payload in inl[] (inl_len bytes) */
+#define VD_XF_RING 0x2u         /* payload in the pio ring at ring_off */
+#define VD_XF_DMA 0x4u          /* payload already in the receive buffer */
+
+/* One completed receive descriptor, announced by the sender. */
+struct vd_shm_xfer {
+	uint32_t seq;                   /* must equal the receiver's next */
+	uint32_t length;                /* bytes for this descriptor */
+	uint32_t imm;                   /* immediate data */
+	uint32_t status;                /* VIP_STATUS_OP_*, IMMEDIATE, errors,
+	                                 * VIADUCT_STATUS_MORE */
+	uint32_t ring_off;              /* VD_XF_RING: offset in the ring */
+	uint16_t flags;                 /* VD_XF_* */
+	uint16_t inl_len;
+	uint8_t inl[VD_SHM_INLINE];
+};
+static_assert(sizeof(struct vd_shm_xfer) == 64, "xfer slot layout");
+
+/* vd_shm_dir.rx_flags (written by the receiver) */
+#define VD_RXF_SPLIT 0x1u       /* VIADUCT_VI_SPLIT_RECV */
+#define VD_RXF_RDMA_WRITE 0x2u  /* receiving VI allows RDMA write */
+#define VD_RXF_RDMA_READ 0x4u   /* receiving VI allows RDMA read */
+
+/* One direction: "sender" S sends, "receiver" R receives.  R is also the
+ * target of S's RDMA, so R's RDMA permissions live here. */
+struct vd_shm_dir {
+	/* written by R */
+	VD_LINE(struct {
+		_Atomic uint32_t cookie_write;  /* cookies published */
+		_Atomic uint32_t rx_flags;      /* VD_RXF_* */
+		_Atomic uint32_t rx_ptag;       /* R's VI ptag id, 0 = any */
+		_Atomic uint32_t recv_waiting;  /* R sleeps on xfer_write */
+	}) r;
+	/* written by R */
+	VD_LINE(struct {
+		_Atomic uint32_t xfer_read;     /* xfers consumed */
+		_Atomic uint32_t ring_read;     /* pio ring bytes released */
+	}) r2;
+	/* written by S; xfer_write is R's futex word (the tripwire) */
+	VD_LINE(struct {
+		_Atomic uint32_t xfer_write;    /* xfers published */
+		_Atomic uint32_t cq_announced;  /* xfers announced on R's CQ */
+	}) s;
+	/* written by S */
+	VD_LINE(struct {
+		_Atomic uint32_t cookie_read;   /* cookies consumed; R's futex
+		                                 * word when R... (unused) */
+		_Atomic uint32_t send_waiting;  /* S sleeps on cookie_write */
+		_Atomic uint32_t rdma_active;   /* TPT handle S is accessing in
+		                                 * R's memory, 0 = none */
+	}) s2;
+	uint32_t off_cookies;           /* from the region start */
+	uint32_t off_xfers;
+	uint32_t off_ring;
+	uint32_t reserved[13];
+};
+static_assert(sizeof(struct vd_shm_dir) == 5 * VD_CACHELINE, "dir layout");
+
+struct vd_shm_region {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t size;                  /* bytes of the whole region */
+	uint32_t depth;                 /* slots per queue, power of two */
+	uint32_t pio_bytes;             /* ring bytes per direction */
+	uint32_t reserved[11];
+	struct vd_shm_dir dir[2];
+};
+static_assert(sizeof(struct vd_shm_region) == VD_CACHELINE + 2 * sizeof(struct vd_shm_dir),
+	      "region layout");
+
+/* ---- completion queue event ring ------------------------------------------
+ * Many producers (every peer whose VI sends to a VI bound to this CQ, and
+ * the owner for local completions), one consumer (the owner).  Producers
+ * serialise on a process-shared robust mutex, so a producer killed inside
+ * the critical section never blocks the others (EOWNERDEAD is repaired:
+ * nothing was published).  Events are the 64-bit VI handle of the owner's
+ * VI, with bit 63 set for the receive queue. */
+#define VD_CQR_MAGIC 0x76646371u        /* "vdcq" */
+#define VD_CQR_VERSION 1u
+#define VD_CQR_RECV (1ull << 63)
+
+struct vd_cq_ring {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t size;                  /* bytes of the region */
+	uint32_t cap;                   /* events, power of two */
+	_Atomic uint32_t overflow;      /* an event was lost: catastrophic */
+	uint32_t reserved[11];
+	VD_LINE(pthread_mutex_t lock)  m;   /* producers */
+	VD_LINE(struct {
+		_Atomic uint32_t write;     /* published; the consumer's futex */
+	}) p;
+	VD_LINE(struct {
+		_Atomic uint32_t read;      /* consumed */
+		_Atomic uint32_t waiting;   /* consumer sleeps on p.write */
+	}) c;
+	_Atomic uint64_t ev[];
+};
+
+#endif /* VIADUCT_SHM_LAYOUT_H */

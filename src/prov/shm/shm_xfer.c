@@ -1,0 +1,818 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm provider data path: send-directed transfer (seed 001 section 3.3).
+ *
+ * A posted receive is offered to the sender as a cookie (its segments);
+ * a send takes the next cookie, moves the data -- inline in the transfer
+ * slot or the pio ring ("PIO"), or with one process_vm_writev straight
+ * into the receive buffer ("DMA") -- and then publishes a transfer-queue
+ * entry, which is what completes the receive.  Blocking waits sleep on a
+ * futex over the transfer queue's write index (the tripwire); a sender
+ * pays for a wake only when a waiter is armed.
+ *
+ * Each queue has one producer and one consumer process, each serialised
+ * by its VI's queue lock, so every index is single-writer.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prov/shm/shm.h"
+
+#define RX_STATUS_ALLOWED (VIP_STATUS_OP_MASK | VIP_STATUS_IMMEDIATE | \
+			   VIP_STATUS_LENGTH_ERROR | VIP_STATUS_TRANSPORT_ERROR | \
+			   VIP_STATUS_PARTIAL_ERROR | VIADUCT_STATUS_MORE)
+
+static uint32_t round64(uint32_t n)
+{
+	return (n + 63u) & ~63u;
+}
+
+/* Largest message sent inline in AUTO mode (VIADUCT_SHM_PIO_MAX).  The
+ * default is the crossover measured by bench/vipl on this class of
+ * machine (docs/bench-vipl.md). */
+static uint32_t pio_max(const struct vd_shm_conn *c)
+{
+	static _Atomic int64_t cached = -1;
+	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("VIADUCT_SHM_PIO_MAX");
+		v = e && *e ? strtoll(e, NULL, 10) : 8192;
+		if (v < 0)
+			v = 0;
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return (uint32_t)(v > c->pio_bytes / 2 ? c->pio_bytes / 2 : v);
+}
+
+/* ---- futex ------------------------------------------------------------------ */
+
+int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (deadline_ns) {
+		uint64_t now = vd_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
+		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
+		tsp = &ts;
+	}
+	/* Shared (not PRIVATE): the word lives in a memfd both processes map. */
+	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, tsp, NULL, 0) && errno == ETIMEDOUT)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+void vd_futex_wake(_Atomic uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* ---- connection set-up -------------------------------------------------------- */
+
+/* The receive-side attributes a sender and an RDMA initiator consult.
+ * Release stores pair with the acquire loads in shm_rdma.c and
+ * plan_cookies(). */
+static void publish_rx_attrs(struct vd_vi *vi, struct vd_shm_conn *c)
+{
+	uint32_t f = 0;
+
+	if (atomic_load(&vi->ext_flags) & VIADUCT_VI_SPLIT_RECV)
+		f |= VD_RXF_SPLIT;
+	if (vi->attrs.EnableRdmaWrite)
+		f |= VD_RXF_RDMA_WRITE;
+	if (vi->attrs.EnableRdmaRead)
+		f |= VD_RXF_RDMA_READ;
+	atomic_store_explicit(&c->rx->r.rx_ptag, vi->ptag_id, memory_order_release);
+	atomic_store_explicit(&c->rx->r.rx_flags, f, memory_order_release);
+}
+
+void vd_shm_conn_ready(struct vd_vi *vi)
+{
+	struct vd_shm_conn *c = vi->conn;
+
+	c->vi = vi;
+	c->tx_cookie_write_lazy = c->tx_cookie_read = 0;
+	c->tx_xfer_read_lazy = c->tx_xfer_write = 0;
+	c->tx_ring_read_lazy = c->tx_ring_write = 0;
+	c->rx_xfer_write_lazy = c->rx_xfer_read = 0;
+	c->rx_cookie_write = c->rx_cookie_read_lazy = 0;
+	c->peer_rcq_cap = 0;
+	if (c->peer_rcq) {
+		uint32_t cap = c->peer_rcq->cap;
+		if (cap && !(cap & (cap - 1)) &&
+		    sizeof(struct vd_cq_ring) + (size_t)cap * 8 <= c->peer_rcq_len)
+			c->peer_rcq_cap = cap;
+		else
+			c->peer_rcq = NULL;     /* malformed: never write to it */
+	}
+	publish_rx_attrs(vi, c);
+}
+
+void vd_shm_conn_attrs_changed(struct vd_vi *vi)
+{
+	publish_rx_attrs(vi, vi->conn);
+}
+
+/* The peer broke the protocol (or a transfer failed): tear the
+ * connection down through the socket, so both service threads report
+ * it.  Never trusts the shared memory again. */
+static void conn_fail(struct vd_shm_conn *c, const char *why)
+{
+	vd_log("shm: connection to pid %d failed: %s", (int)c->peer_pid, why);
+	atomic_store(&c->broken, true);
+	shutdown(c->sock, SHUT_RDWR);
+}
+
+/* ---- the sender's view of the cookie queue ------------------------------------ */
+
+static uint32_t cookies_avail(struct vd_shm_conn *c)
+{
+	uint32_t n = c->tx_cookie_write_lazy - c->tx_cookie_read;
+
+	if (n == 0) {
+		/* Acquire pairs with the receiver's release store of
+		 * cookie_write in vd_shm_recv_publish(): the slots are
+		 * written before the index moves. */
+		c->tx_cookie_write_lazy = atomic_load_explicit(&c->tx->r.cookie_write,
+							       memory_order_acquire);
+		n = c->tx_cookie_write_lazy - c->tx_cookie_read;
+	}
+	if (n > c->depth) {
+		conn_fail(c, "cookie index out of range");
+		return 0;
+	}
+	return n;
+}
+
+struct ck_snap {
+	uint32_t seq;
+	uint16_t nseg;
+	uint64_t total;
+	struct vd_shm_seg seg[VD_MAX_SEGS];
+};
+
+/* Copy cookie k (from the read index) out of shared memory before use, so
+ * a peer changing it under us cannot make us act on two versions. */
+static int cookie_snap(struct vd_shm_conn *c, uint32_t k, struct ck_snap *s)
+{
+	const struct vd_shm_cookie *ck =
+		&c->tx_cookies[(c->tx_cookie_read + k) & (c->depth - 1)];
+
+	s->seq = ck->seq;
+	s->nseg = ck->nseg;
+	if (s->nseg > VD_MAX_SEGS)
+		return -EPROTO;
+	memcpy(s->seg, ck->seg, s->nseg * sizeof(s->seg[0]));
+	s->total = 0;
+	for (unsigned i = 0; i < s->nseg; i++)
+		s->total += s->seg[i].len;
+	return 0;
+}
+
+/* How many cookies a message of `total` bytes needs: 0 and *n, -ENOSPC
+ * (not enough receives posted), -EMSGSIZE (the next receive is too small
+ * and the receiver does not split). */
+static int plan_cookies(struct vd_shm_conn *c, uint64_t total, unsigned *n)
+{
+	uint32_t avail = cookies_avail(c);
+	bool split = atomic_load_explicit(&c->tx->r.rx_flags, memory_order_acquire) &
+		     VD_RXF_SPLIT;
+	uint64_t room = 0;
+	struct ck_snap s;
+
+	for (uint32_t k = 0; k < avail; k++) {
+		if (cookie_snap(c, k, &s))
+			return -EPROTO;
+		room += s.total;
+		if (room >= total) {
+			*n = k + 1;
+			return 0;
+		}
+		if (!split)
+			return -EMSGSIZE;
+	}
+	return -ENOSPC;
+}
+
+/* ---- the transfer queue and pio ring ------------------------------------------- */
+
+static struct vd_shm_xfer *xfer_slot(struct vd_shm_conn *c)
+{
+	uint32_t w = c->tx_xfer_write;
+
+	if (w - c->tx_xfer_read_lazy >= c->depth) {
+		/* Acquire pairs with the receiver's release of xfer_read. */
+		c->tx_xfer_read_lazy = atomic_load_explicit(&c->tx->r2.xfer_read,
+							    memory_order_acquire);
+		if (w - c->tx_xfer_read_lazy >= c->depth)
+			return NULL;    /* cannot happen with an honest peer */
+	}
+	return &c->tx_xfers[w & (c->depth - 1)];
+}
+
+static void xfer_publish(struct vd_shm_conn *c)
+{
+	/* Release pairs with the receiver's acquire load of xfer_write in
+	 * vd_shm_recv_progress(): the slot (and any payload) first. */
+	c->tx_xfer_write++;
+	atomic_store_explicit(&c->tx->s.xfer_write, c->tx_xfer_write, memory_order_release);
+}
+
+static int ring_alloc(struct vd_shm_conn *c, uint32_t len, uint32_t *off)
+{
+	uint32_t size = c->pio_bytes, need = round64(len);
+	uint32_t w = c->tx_ring_write, pos = w & (size - 1);
+	uint32_t pad = pos + need > size ? size - pos : 0;
+
+	if (need > size / 2)
+		return -ENOSPC;
+	if (w + pad + need - c->tx_ring_read_lazy > size) {
+		/* Acquire pairs with the receiver's release of ring_read
+		 * after it copied the payload out. */
+		c->tx_ring_read_lazy = atomic_load_explicit(&c->tx->r2.ring_read,
+							    memory_order_acquire);
+		if (w + pad + need - c->tx_ring_read_lazy > size)
+			return -ENOSPC;
+	}
+	*off = w + pad;
+	c->tx_ring_write = w + pad + need;
+	return 0;
+}
+
+/* ---- moving bytes ---------------------------------------------------------------- */
+
+unsigned vd_shm_local_iov(VIP_DESCRIPTOR *d, unsigned first, struct iovec *iov)
+{
+	unsigned n = 0;
+
+	for (unsigned i = first; i < d->CS.SegCount; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (!s->Length)
+			continue;
+		iov[n].iov_base = vd_pv(s->Data);
+		iov[n].iov_len = s->Length;
+		n++;
+	}
+	return n;
+}
+
+/* Bytes [off, off+len) of a scatter list, as a new list. */
+static unsigned iov_slice(const struct iovec *src, unsigned n, uint64_t off,
+			  uint64_t len, struct iovec *out)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n && len; i++) {
+		if (off >= src[i].iov_len) {
+			off -= src[i].iov_len;
+			continue;
+		}
+		size_t take = src[i].iov_len - off;
+		if (take > len)
+			take = len;
+		out[k].iov_base = (char *)src[i].iov_base + off;
+		out[k].iov_len = take;
+		k++;
+		len -= take;
+		off = 0;
+	}
+	return k;
+}
+
+static void gather(const struct iovec *iov, unsigned n, uint8_t *dst)
+{
+	for (unsigned i = 0; i < n; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
+/* Cookie segments covering the first len bytes. */
+static unsigned cookie_iov(const struct ck_snap *s, uint64_t len, struct iovec *out)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->nseg && len; i++) {
+		uint64_t take = s->seg[i].len < len ? s->seg[i].len : len;
+		if (!take)
+			continue;
+		out[k].iov_base = (void *)(uintptr_t)s->seg[i].addr;
+		out[k].iov_len = take;
+		k++;
+		len -= take;
+	}
+	return k;
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static bool level_reliable(const struct vd_vi *vi)
+{
+	return vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE;
+}
+
+uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
+			   enum vd_shm_notice why)
+{
+	(void)c;
+	(void)why;
+	switch (vi->attrs.ReliabilityLevel) {
+	case VIP_SERVICE_UNRELIABLE:
+		vi->stats.dropped_sends++;
+		return 0;               /* dropped; the connection survives */
+	case VIP_SERVICE_RELIABLE_DELIVERY:
+		return 0;               /* reached the peer, which breaks */
+	default:
+		return VIP_STATUS_REMOTE_DESC_ERROR;
+	}
+}
+
+/* After the sender's descriptor completed: a reliable connection breaks
+ * on both sides (the notice makes the peer's service thread report it). */
+static void break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_notice why)
+{
+	if (!level_reliable(vi))
+		return;
+	vd_shm_notice(c, why, true);
+	vd_vi_break_locked(vi);
+}
+
+/* One part of a message into one cookie: the payload, then the slot. */
+static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec *src,
+		     unsigned nsrc, uint64_t off, uint32_t len, const struct ck_snap *s,
+		     bool pio, uint32_t status, uint32_t imm)
+{
+	struct vd_shm_xfer *x = xfer_slot(c);
+	struct iovec part[VD_MAX_SEGS], rem[VD_MAX_SEGS];
+	unsigned np = iov_slice(src, nsrc, off, len, part);
+	uint32_t roff;
+
+	if (!x)
+		return -EPROTO;
+	x->flags = 0;
+	x->inl_len = 0;
+	if (len <= VD_SHM_INLINE && pio) {
+		gather(part, np, x->inl);
+		x->flags = VD_XF_INLINE;
+		x->inl_len = (uint16_t)len;
+		vi->stats.pio_sends++;
+	} else if (pio && ring_alloc(c, len, &roff) == 0) {
+		gather(part, np, c->tx_ring + (roff & (c->pio_bytes - 1)));
+		x->flags = VD_XF_RING;
+		x->ring_off = roff;
+		vi->stats.pio_sends++;
+	} else {
+		unsigned nr = cookie_iov(s, len, rem);
+		ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
+		if (n != (ssize_t)len) {
+			status |= VIP_STATUS_TRANSPORT_ERROR;
+			len = 0;
+		}
+		x->flags = VD_XF_DMA;
+		vi->stats.dma_sends++;
+	}
+	x->seq = s->seq;
+	x->length = len;
+	x->imm = imm;
+	x->status = status;
+	xfer_publish(c);
+	return status & VIP_STATUS_TRANSPORT_ERROR ? -EIO : 0;
+}
+
+/* Announce published transfers on the peer's CQ and wake its sleepers.
+ * The seq_cst fence pairs with the one in vd_shm_recv_sleep(): either we
+ * see its waiter count, or it sees our xfer_write. */
+static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
+{
+	if (c->peer_rcq) {
+		for (unsigned i = 0; i < n; i++)
+			vd_cq_ring_push(c->peer_rcq, c->peer_rcq_cap, c->peer_vi_bits);
+		atomic_fetch_add_explicit(&c->tx->s.cq_announced, n, memory_order_release);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->tx->r.recv_waiting, memory_order_relaxed)) {
+		vd_futex_wake(&c->tx->s.xfer_write);
+		vi->stats.wakes_sent++;
+	}
+}
+
+/* Consumed cookies go back to the receiver; release pairs with its
+ * acquire load of cookie_read before it reuses the slots. */
+static void cookies_consumed(struct vd_shm_conn *c, unsigned n)
+{
+	c->tx_cookie_read += n;
+	atomic_store_explicit(&c->tx->s2.cookie_read, c->tx_cookie_read, memory_order_release);
+}
+
+/* The message into n cookies (n > 1 only when the receiver splits). */
+static int send_message(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
+			uint64_t total, unsigned n)
+{
+	struct iovec src[VD_MAX_SEGS];
+	unsigned nsrc = vd_shm_local_iov(d, 0, src);
+	uint32_t mode = atomic_load(&vi->xfer_mode);
+	bool pio = mode == VIADUCT_XFER_PIO || (mode == VIADUCT_XFER_AUTO && total <= pio_max(c));
+	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
+	uint64_t off = 0;
+	struct ck_snap s;
+	int err = 0;
+	unsigned k;
+
+	for (k = 0; k < n && !err; k++) {
+		if (cookie_snap(c, k, &s))
+			return -EPROTO;
+		uint64_t len = total - off < s.total ? total - off : s.total;
+		bool last = k == n - 1;
+		uint32_t st = VIP_STATUS_OP_RECEIVE;
+		if (!last)
+			st |= VIADUCT_STATUS_MORE;
+		if (last && imm)
+			st |= VIP_STATUS_IMMEDIATE;
+		err = send_part(vi, c, src, nsrc, off, (uint32_t)len, &s, pio, st,
+				last && imm ? d->CS.ImmediateData : 0);
+		off += len;
+	}
+	cookies_consumed(c, k);
+	announce(vi, c, k);
+	return err;
+}
+
+/* The next cookie is too small and the receiver does not split: its
+ * descriptor completes with a length error, nothing is written. */
+static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
+{
+	struct vd_shm_xfer *x = xfer_slot(c);
+	struct ck_snap s;
+
+	if (!x || cookie_snap(c, 0, &s))
+		return;
+	x->seq = s.seq;
+	x->length = 0;
+	x->imm = 0;
+	x->flags = 0;
+	x->inl_len = 0;
+	x->status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_LENGTH_ERROR;
+	xfer_publish(c);
+	cookies_consumed(c, 1);
+	announce(vi, c, 1);
+}
+
+static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
+{
+	uint64_t total;
+	uint32_t st = vd_desc_check_segs(vi, d, 0, &total);
+	unsigned n;
+	int err;
+
+	if (st) {
+		vd_wq_complete_send(vi, st);
+		return 0;
+	}
+	err = plan_cookies(c, total, &n);
+	if (err == -ENOSPC && (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)) {
+		if (!d->CS.Reserved) {
+			d->CS.Reserved = 1;     /* count a deferral once */
+			vi->stats.deferred_sends++;
+		}
+		return -EAGAIN;
+	}
+	d->CS.Reserved = 0;
+	if (err == -ENOSPC || err == -EMSGSIZE) {
+		enum vd_shm_notice why = err == -ENOSPC ? VD_SHM_NOTICE_RECVQ_EMPTY :
+							  VD_SHM_NOTICE_LENGTH;
+		if (err == -EMSGSIZE)
+			send_too_long(vi, c);
+		st = vd_shm_no_receive(vi, c, why);
+		if (err == -EMSGSIZE && st)
+			st = VIP_STATUS_LENGTH_ERROR;
+		vd_wq_complete_send(vi, st);
+		break_after(vi, c, why);
+		return 0;
+	}
+	if (err) {
+		conn_fail(c, "malformed cookie");
+		return 0;
+	}
+	err = send_message(vi, c, d, total, n);
+	if (err) {
+		vd_wq_complete_send(vi, VIP_STATUS_TRANSPORT_ERROR);
+		if (level_reliable(vi))
+			conn_fail(c, "process_vm_writev failed");
+		return 0;
+	}
+	vi->stats.send_bytes += total;
+	vd_wq_complete_send(vi, 0);
+	return 0;
+}
+
+int vd_shm_send_progress(struct vd_vi *vi)
+{
+	struct vd_shm_conn *c = vi->conn;
+
+	while (vi->sq.done < vi->sq.tail) {
+		VIP_DESCRIPTOR *d = vd_wq_at(&vi->sq, vi->sq.done);
+		int err;
+
+		if (atomic_load(&vi->state) != VIP_STATE_CONNECTED || !c ||
+		    atomic_load(&c->broken))
+			break;      /* the break path flushes what is left */
+		if ((d->CS.Control & VIP_CONTROL_OP_MASK) == VIP_CONTROL_OP_SENDRECV)
+			err = shm_send(vi, c, d);
+		else
+			err = vd_shm_rdma(vi, c, d);
+		if (err == -EAGAIN)
+			break;      /* flow control: wait for a receive */
+	}
+	return 0;
+}
+
+/* ---- receiving ------------------------------------------------------------------------ */
+
+static void cookie_fill(struct vd_shm_cookie *ck, VIP_DESCRIPTOR *d, uint32_t seq)
+{
+	uint64_t total = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (!s->Length)
+			continue;
+		ck->seg[n].addr = (uint64_t)(uintptr_t)vd_pv(s->Data);
+		ck->seg[n].len = s->Length;
+		total += s->Length;
+		n++;
+	}
+	ck->seq = seq;
+	ck->nseg = (uint16_t)n;
+	ck->total = total;
+}
+
+static bool cookie_room(struct vd_shm_conn *c)
+{
+	if (c->rx_cookie_write - c->rx_cookie_read_lazy < c->depth)
+		return true;
+	/* Acquire pairs with the sender's release in cookies_consumed(): it
+	 * has finished reading those slots. */
+	c->rx_cookie_read_lazy = atomic_load_explicit(&c->rx->s2.cookie_read,
+						      memory_order_acquire);
+	return c->rx_cookie_write - c->rx_cookie_read_lazy < c->depth;
+}
+
+int vd_shm_recv_publish(struct vd_vi *vi)
+{
+	struct vd_shm_conn *c = vi->conn;
+	struct vd_wq *q = &vi->rq;
+	unsigned n = 0;
+
+	if (!c || atomic_load(&c->broken))
+		return 0;
+	while (q->sent < q->tail) {
+		VIP_DESCRIPTOR *d = vd_wq_at(q, q->sent);
+
+		if (d->CS.Reserved) {           /* bad descriptor: completes in turn */
+			if (q->done != q->sent)
+				break;
+			vd_wq_complete_recv(vi, d->CS.Reserved, 0, 0, true);
+			continue;
+		}
+		if (q->sent - q->done >= c->depth || !cookie_room(c))
+			break;
+		cookie_fill(&c->rx_cookies[c->rx_cookie_write & (c->depth - 1)], d,
+			    (uint32_t)q->sent);
+		c->rx_cookie_write++;
+		q->sent++;
+		n++;
+	}
+	if (!n)
+		return 0;
+	/* Release pairs with cookies_avail()'s acquire; the seq_cst fence
+	 * with the one in vd_shm_send_sleep(). */
+	atomic_store_explicit(&c->rx->r.cookie_write, c->rx_cookie_write, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->rx->s2.send_waiting, memory_order_relaxed))
+		vd_futex_wake(&c->rx->r.cookie_write);
+	return 0;
+}
+
+static void scatter(VIP_DESCRIPTOR *d, const uint8_t *src, uint32_t len)
+{
+	for (unsigned i = 0; i < d->CS.SegCount && len; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		uint32_t take = s->Length < len ? s->Length : len;
+		memcpy(vd_pv(s->Data), src, take);
+		src += take;
+		len -= take;
+	}
+}
+
+static uint64_t desc_room(VIP_DESCRIPTOR *d)
+{
+	uint64_t room = 0;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++)
+		room += vd_desc_seg(d, i)->Length;
+	return room;
+}
+
+/* Payload of one transfer into the receive descriptor; -EPROTO for
+ * anything an honest sender never writes. */
+static int deliver(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, const struct vd_shm_xfer *x)
+{
+	uint32_t op = x->status & VIP_STATUS_OP_MASK;
+
+	if ((x->status & ~RX_STATUS_ALLOWED) ||
+	    (op != VIP_STATUS_OP_RECEIVE && op != VIP_STATUS_OP_REMOTE_RDMA_WRITE))
+		return -EPROTO;
+	if (!(x->flags & (VD_XF_INLINE | VD_XF_RING | VD_XF_DMA)))
+		return 0;               /* no payload (RDMA write immediate) */
+	if (x->length > desc_room(d))
+		return -EPROTO;
+	if (x->flags == VD_XF_INLINE) {
+		if (x->inl_len != x->length || x->length > VD_SHM_INLINE)
+			return -EPROTO;
+		scatter(d, x->inl, x->length);
+	} else if (x->flags == VD_XF_RING) {
+		uint32_t pos = x->ring_off & (c->pio_bytes - 1);
+		if (x->length > c->pio_bytes / 2 || pos + x->length > c->pio_bytes)
+			return -EPROTO;
+		scatter(d, c->rx_ring + pos, x->length);
+		/* Release pairs with ring_alloc()'s acquire: copied out. */
+		atomic_store_explicit(&c->rx->r2.ring_read, x->ring_off + round64(x->length),
+				      memory_order_release);
+	} else if (x->flags != VD_XF_DMA) {
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int vd_shm_recv_progress(struct vd_vi *vi)
+{
+	struct vd_shm_conn *c = vi->conn;
+	struct vd_wq *q = &vi->rq;
+	unsigned n = 0;
+
+	if (!c)
+		return 0;
+	for (;;) {
+		uint32_t r = c->rx_xfer_read;
+		struct vd_shm_xfer x;
+
+		if (r == c->rx_xfer_write_lazy) {
+			/* Acquire pairs with xfer_publish()'s release. */
+			c->rx_xfer_write_lazy = atomic_load_explicit(&c->rx->s.xfer_write,
+								     memory_order_acquire);
+			if (r == c->rx_xfer_write_lazy)
+				break;
+		}
+		x = c->rx_xfers[r & (c->depth - 1)];    /* snapshot */
+		if (c->rx_xfer_write_lazy - r > c->depth || q->done >= q->sent ||
+		    x.seq != (uint32_t)q->done ||
+		    deliver(c, vd_wq_at(q, q->done), &x)) {
+			conn_fail(c, "malformed transfer entry");
+			break;
+		}
+		c->rx_xfer_read = r + 1;
+		/* Release pairs with xfer_slot()'s acquire. */
+		atomic_store_explicit(&c->rx->r2.xfer_read, r + 1, memory_order_release);
+		if (x.status & VIADUCT_STATUS_MORE)
+			vi->stats.split_recvs++;
+		vd_wq_complete_recv(vi, x.status, x.length, x.imm, false);
+		n++;
+	}
+	if (n)
+		vd_shm_recv_publish(vi);
+	return 0;
+}
+
+/* ---- sleeping (the tripwire) --------------------------------------------------------- */
+
+/* Arm a waiter count, re-check, sleep.  The seq_cst RMW pairs with the
+ * producer's fence in announce() / vd_shm_recv_publish(): either the
+ * producer sees the count and wakes, or we see its new index. */
+static int arm_and_sleep(struct vd_vi *vi, struct vd_wq *q, struct vd_shm_conn *c,
+			 _Atomic uint32_t *word, uint32_t seen, _Atomic uint32_t *waiting,
+			 uint64_t deadline)
+{
+	int err;
+
+	atomic_fetch_add(waiting, 1);
+	if (atomic_load(word) != seen) {
+		atomic_fetch_sub(waiting, 1);
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	__atomic_fetch_add(&vi->stats.waits_slept, 1, __ATOMIC_RELAXED);   /* both queues */
+	pthread_mutex_unlock(&q->lock);
+	/* The region stays mapped until vi->conn changes under q->lock; a
+	 * wait on a word unmapped meanwhile fails with EFAULT, harmlessly. */
+	err = vd_futex_wait(word, seen, deadline);
+	pthread_mutex_lock(&q->lock);
+	if (vi->conn == c)
+		atomic_fetch_sub(waiting, 1);
+	pthread_mutex_unlock(&q->lock);
+	return err;
+}
+
+int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline)
+{
+	struct vd_shm_conn *c;
+	uint32_t w;
+
+	pthread_mutex_lock(&vi->rq.lock);
+	c = vi->conn;
+	if (!c || atomic_load(&vi->state) != VIP_STATE_CONNECTED || atomic_load(&c->broken)) {
+		pthread_mutex_unlock(&vi->rq.lock);
+		return 0;
+	}
+	w = atomic_load_explicit(&c->rx->s.xfer_write, memory_order_acquire);
+	if (w != c->rx_xfer_read) {
+		pthread_mutex_unlock(&vi->rq.lock);
+		return 0;
+	}
+	return arm_and_sleep(vi, &vi->rq, c, &c->rx->s.xfer_write, w,
+			     &c->rx->r.recv_waiting, deadline);
+}
+
+int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
+{
+	struct vd_shm_conn *c;
+	uint32_t w;
+
+	pthread_mutex_lock(&vi->sq.lock);
+	c = vi->conn;
+	if (!c || vi->sq.done == vi->sq.tail || atomic_load(&c->broken) ||
+	    atomic_load(&vi->state) != VIP_STATE_CONNECTED) {
+		pthread_mutex_unlock(&vi->sq.lock);
+		return 0;
+	}
+	w = atomic_load_explicit(&c->tx->r.cookie_write, memory_order_acquire);
+	if (w != c->tx_cookie_write_lazy) {
+		pthread_mutex_unlock(&vi->sq.lock);
+		return 0;
+	}
+	return arm_and_sleep(vi, &vi->sq, c, &c->tx->r.cookie_write, w,
+			     &c->tx->s2.send_waiting, deadline);
+}
+
+void vd_shm_wake(struct vd_vi *vi)
+{
+	struct vd_shm_conn *c = vi->conn;
+
+	if (!c)
+		return;
+	vd_futex_wake(&c->rx->s.xfer_write);
+	vd_futex_wake(&c->tx->r.cookie_write);
+}
+
+/* ---- revocation ------------------------------------------------------------------------- */
+
+static bool peer_gone(const struct vd_shm_conn *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	if (atomic_load(&c->broken))
+		return true;
+	if (c->pidfd >= 0)
+		return poll(&p, 1, 0) > 0;
+	return kill(c->peer_pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Wait until no peer is inside an RDMA on TPT index idx.  The caller
+ * revoked the key and issued a seq_cst fence; pairs with the initiator's
+ * store of rdma_active + fence before it reads the TPT (shm_rdma.c). */
+void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
+{
+	for (struct vd_list *l = nic->vis.next; l != &nic->vis; l = l->next) {
+		struct vd_vi *vi = vd_container_of(l, struct vd_vi, nic_link);
+		uint64_t give_up = vd_now_ns() + 5000000000ull;
+		struct vd_shm_conn *c;
+
+		pthread_mutex_lock(&vi->rq.lock);
+		c = vi->conn;
+		while (c) {
+			uint32_t a = atomic_load(&c->rx->s2.rdma_active);
+			if (!a || (a & (VD_TPT_MAX - 1)) != idx || peer_gone(c))
+				break;
+			if (vd_now_ns() > give_up) {
+				vd_log("shm: pid %d stays inside an RDMA; revoking anyway",
+				       (int)c->peer_pid);
+				break;
+			}
+			sched_yield();
+		}
+		pthread_mutex_unlock(&vi->rq.lock);
+	}
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues.  The provider keeps the event ring (for shm, a
+ * shared ring that peers append to as they deliver, the CLAN event
+ * queue); this file maps events back to VIs.  VipCQDone and VipCQWait
+ * cost O(1) per event whatever the number of VIs bound to the CQ.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "vipl/vipl_internal.h"
+
+VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE nh, VIP_ULONG entries, VIP_CQ_HANDLE *out)
+{
+	struct vd_nic *nic = vd_obj_lookup(nh, VD_OBJ_NIC);
+	struct vd_cq *cq;
+	int err;
+
+	if (!nic || !out || entries == 0 || entries > VD_MAX_CQ_ENTRIES)
+		return VIP_INVALID_PARAMETER;
+	cq = vd_obj_new(VD_OBJ_CQ, sizeof(*cq));
+	if (!cq)
+		return VIP_ERROR_RESOURCE;
+	cq->nic = nic;
+	cq->entries = (uint32_t)entries;
+	pthread_mutex_init(&cq->lock, NULL);
+	err = nic->ops->cq_open(cq);
+	if (err) {
+		vd_obj_free(cq);
+		return vd_ret(err);
+	}
+	pthread_mutex_lock(&nic->lock);
+	vd_list_add(&nic->cqs, &cq->nic_link);
+	pthread_mutex_unlock(&nic->lock);
+	*out = vd_obj_handle(cq);
+	return VIP_SUCCESS;
+}
+
+static void cq_destroy(struct vd_cq *cq)
+{
+	struct vd_nic *nic = cq->nic;
+
+	pthread_mutex_lock(&nic->lock);
+	vd_list_del(&cq->nic_link);
+	pthread_mutex_unlock(&nic->lock);
+	pthread_mutex_lock(&cq->lock);
+	while (cq->notify_head) {       /* pending notifies are cancelled */
+		struct vd_notify *n = cq->notify_head;
+		cq->notify_head = n->next;
+		free(n);
+	}
+	cq->notify_tail = &cq->notify_head;
+	/* Under the lock: a racing VipCQDone sees prov == NULL, not an
+	 * unmapped ring. */
+	nic->ops->cq_close(cq);
+	pthread_mutex_unlock(&cq->lock);
+	vd_obj_free(cq);
+}
+
+VIP_RETURN VipDestroyCQ(VIP_CQ_HANDLE ch)
+{
+	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
+
+	if (!cq)
+		return VIP_INVALID_PARAMETER;
+	if (atomic_load(&cq->bound))
+		return VIP_INVALID_STATE;       /* a VI still feeds it */
+	cq_destroy(cq);
+	return VIP_SUCCESS;
+}
+
+/* VipCloseNic's lenient teardown (after every VI is gone). */
+void vd_cq_destroy_all(struct vd_nic *nic)
+{
+	for (;;) {
+		struct vd_cq *cq = NULL;
+
+		pthread_mutex_lock(&nic->lock);
+		if (nic->cqs.next != &nic->cqs)
+			cq = vd_container_of(nic->cqs.next, struct vd_cq, nic_link);
+		pthread_mutex_unlock(&nic->lock);
+		if (!cq)
+			return;
+		cq_destroy(cq);
+	}
+}
+
+/* The ring is sized for VD_MAX_CQ_ENTRIES at creation, so a resize only
+ * records the new size. */
+VIP_RETURN VipResizeCQ(VIP_CQ_HANDLE ch, VIP_ULONG entries)
+{
+	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
+
+	if (!cq || entries == 0 || entries > VD_MAX_CQ_ENTRIES)
+		return VIP_INVALID_PARAMETER;
+	cq->entries = (uint32_t)entries;
+	return VIP_SUCCESS;
+}
+
+/* Next event whose VI still exists (events of destroyed VIs are
+ * skipped).  CQ lock held. */
+static VIP_RETURN cq_take(struct vd_cq *cq, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv)
+{
+	uint64_t bits;
+	bool is_recv;
+
+	while (cq->nic->ops->cq_pop(cq, &bits, &is_recv) == 0) {
+		void *h = (void *)(uintptr_t)bits;
+		struct vd_vi *vi = vd_obj_lookup(h, VD_OBJ_VI);
+
+		if (!vi || vi->nic != cq->nic)
+			continue;
+		*vh = h;
+		*recv = is_recv ? VIP_TRUE : VIP_FALSE;
+		return VIP_SUCCESS;
+	}
+	return VIP_NOT_DONE;
+}
+
+static VIP_RETURN cq_done(struct vd_cq *cq, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv)
+{
+	VIP_RETURN r;
+
+	pthread_mutex_lock(&cq->lock);
+	r = cq_take(cq, vh, recv);
+	pthread_mutex_unlock(&cq->lock);
+	return r;
+}
+
+VIP_RETURN VipCQDone(VIP_CQ_HANDLE ch, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv)
+{
+	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
+	VIP_BOOLEAN dummy;
+
+	if (!cq || !vh)
+		return VIP_INVALID_PARAMETER;
+	return cq_done(cq, vh, recv ? recv : &dummy);
+}
+
+VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
+		     VIP_BOOLEAN *recv)
+{
+	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
+	uint64_t deadline = vd_deadline(timeout);
+	uint64_t spin_until = vd_now_ns() + 20000;
+	VIP_BOOLEAN dummy;
+	VIP_RETURN r;
+
+	if (!cq || !vh)
+		return VIP_INVALID_PARAMETER;
+	for (;;) {
+		r = cq_done(cq, vh, recv ? recv : &dummy);
+		if (r != VIP_NOT_DONE)
+			return r;
+		uint64_t now = vd_now_ns();
+		if (deadline && now >= deadline)
+			return VIP_TIMEOUT;
+		if (now < spin_until) {
+			vd_cpu_relax();
+			continue;
+		}
+		if (vd_obj_lookup(ch, VD_OBJ_CQ) != cq)
+			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
+		if (cq->nic->ops->cq_sleep(cq, deadline) == -ETIMEDOUT)
+			return VIP_TIMEOUT;
+	}
+}

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work queues: posting, completion in FIFO order, *Done and *Wait, and
+ * what happens to outstanding descriptors when a connection ends.
+ *
+ * The provider moves data; this file owns the descriptor rings and every
+ * write to a descriptor's Status.  A descriptor belongs to the provider
+ * from VipPost* until *Done returns it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vipl/vipl_internal.h"
+
+/* Spin this long in *Wait before sleeping (VIADUCT_SPIN_US). */
+static uint64_t spin_ns(void)
+{
+	static _Atomic int64_t cached = -1;
+	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("VIADUCT_SPIN_US");
+		v = e && *e ? strtoll(e, NULL, 10) * 1000 : 20000;
+		if (v < 0)
+			v = 0;
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return (uint64_t)v;
+}
+
+void vd_wq_wake_local(struct vd_wq *q)
+{
+	/* Pairs with the load of wake_seq before FUTEX_WAIT in
+	 * vd_wq_sleep_local(): a bump after that load makes the wait fail
+	 * with EAGAIN. */
+	atomic_fetch_add_explicit(&q->wake_seq, 1, memory_order_release);
+	syscall(SYS_futex, &q->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep on the queue's private word until a state change or deadline. */
+static int vd_wq_sleep_local(struct vd_wq *q, uint32_t seen, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (deadline_ns) {
+		uint64_t now = vd_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		uint64_t left = deadline_ns - now;
+		ts.tv_sec = (time_t)(left / 1000000000u);
+		ts.tv_nsec = (long)(left % 1000000000u);
+		tsp = &ts;
+	}
+	syscall(SYS_futex, &q->wake_seq, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
+	return 0;
+}
+
+static int wq_grow(struct vd_wq *q)
+{
+	uint32_t ncap = q->cap ? q->cap * 2 : 64;
+	VIP_DESCRIPTOR **nr;
+
+	if (ncap > VD_MAX_QUEUE_DESC)
+		return -ENOMEM;
+	nr = malloc(ncap * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	for (uint64_t i = q->head; i < q->tail; i++)
+		nr[i & (ncap - 1)] = vd_wq_at(q, i);
+	free(q->ring);
+	q->ring = nr;
+	q->cap = ncap;
+	return 0;
+}
+
+/* ---- descriptor checks ---------------------------------------------------- */
+
+/* The descriptor itself: aligned, in registered memory of this NIC (the
+ * handle given to VipPost*), sane control word.  Reads nothing before the
+ * control segment is known to be registered. */
+static int desc_check(struct vd_vi *vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh, bool recv)
+{
+	uint64_t a = (uint64_t)(uintptr_t)d;
+	uint16_t ctl, nseg;
+
+	if (!d || (a & (VIP_DESCRIPTOR_ALIGNMENT - 1)))
+		return -EINVAL;
+	if (vd_tpt_check_local(vi->nic, mh, a, sizeof(VIP_CONTROL_SEGMENT), vi->ptag_id))
+		return -EINVAL;
+	ctl = d->CS.Control;
+	nseg = d->CS.SegCount;
+	if (ctl & VIP_CONTROL_RESERVED || nseg > VD_MAX_SEGS)
+		return -EINVAL;
+	if ((ctl & VIP_CONTROL_OP_MASK) == VIP_CONTROL_OP_RESERVED)
+		return -EINVAL;
+	if (recv && (ctl & VIP_CONTROL_OP_MASK) != VIP_CONTROL_OP_SENDRECV)
+		return -EINVAL;
+	if ((ctl & VIP_CONTROL_OP_MASK) != VIP_CONTROL_OP_SENDRECV && nseg < 1)
+		return -EINVAL;
+	if (vd_tpt_check_local(vi->nic, mh, a,
+			       sizeof(VIP_CONTROL_SEGMENT) + nseg * sizeof(VIP_DATA_SEGMENT),
+			       vi->ptag_id))
+		return -EINVAL;
+	return 0;
+}
+
+uint32_t vd_desc_check_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, unsigned first,
+			    uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = first; i < d->CS.SegCount; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (s->Length && vd_tpt_check_local(vi->nic, s->Handle,
+						    (uint64_t)(uintptr_t)vd_pv(s->Data),
+						    s->Length, vi->ptag_id))
+			return VIP_STATUS_PROTECTION_ERROR;
+		sum += s->Length;
+	}
+	*total = sum;
+	return sum > vi->attrs.MaxTransferSize || sum > VD_MAX_TRANSFER ?
+		VIP_STATUS_LENGTH_ERROR : 0;
+}
+
+/* ---- completion ------------------------------------------------------------- */
+
+static void desc_finish(VIP_DESCRIPTOR *d, uint32_t status)
+{
+	/* Release: a client polling Status directly sees Length and
+	 * ImmediateData written before it. */
+	__atomic_store_n(&d->CS.Status, status | VIP_STATUS_DONE, __ATOMIC_RELEASE);
+}
+
+void vd_wq_complete_send(struct vd_vi *vi, uint32_t status)
+{
+	VIP_DESCRIPTOR *d = vd_wq_at(&vi->sq, vi->sq.done);
+	uint32_t op = d->CS.Control & VIP_CONTROL_OP_MASK;
+
+	if (op == VIP_CONTROL_OP_RDMAWRITE)
+		status |= VIP_STATUS_OP_RDMA_WRITE;
+	else if (op == VIP_CONTROL_OP_RDMAREAD)
+		status |= VIP_STATUS_OP_RDMA_READ;
+	desc_finish(d, status);
+	vi->sq.done++;
+	vi->sq.sent = vi->sq.done;
+	if (!(status & VIP_STATUS_ERROR_MASK))
+		vi->stats.sends++;
+	if (vi->send_cq)
+		vi->nic->ops->cq_push_local(vi->send_cq, vi, false);
+}
+
+void vd_wq_complete_recv(struct vd_vi *vi, uint32_t status, uint32_t length,
+			 uint32_t imm, bool announce)
+{
+	VIP_DESCRIPTOR *d = vd_wq_at(&vi->rq, vi->rq.done);
+
+	d->CS.Length = length;
+	if (status & VIP_STATUS_IMMEDIATE)
+		d->CS.ImmediateData = imm;
+	if (!(status & VIP_STATUS_OP_MASK))
+		status |= VIP_STATUS_OP_RECEIVE;
+	desc_finish(d, status);
+	vi->rq.done++;
+	if (vi->rq.sent < vi->rq.done)
+		vi->rq.sent = vi->rq.done;
+	if (!(status & VIP_STATUS_ERROR_MASK)) {
+		vi->stats.recvs++;
+		vi->stats.recv_bytes += length;
+	}
+	if (announce && vi->recv_cq)
+		vi->nic->ops->cq_push_local(vi->recv_cq, vi, true);
+}
+
+/* Every outstanding descriptor of both queues completes as flushed.
+ * Both locks held. */
+static void flush_locked(struct vd_vi *vi)
+{
+	while (vi->sq.done < vi->sq.tail)
+		vd_wq_complete_send(vi, VIP_STATUS_DESC_FLUSHED_ERROR);
+	while (vi->rq.done < vi->rq.tail)
+		vd_wq_complete_recv(vi, VIP_STATUS_DESC_FLUSHED_ERROR, 0, 0, true);
+}
+
+static void wake_all(struct vd_vi *vi)
+{
+	vd_wq_wake_local(&vi->sq);
+	vd_wq_wake_local(&vi->rq);
+}
+
+/* Both locks held; returns true when this call moved the VI to Error. */
+static bool break_both_locked(struct vd_vi *vi)
+{
+	int st = atomic_load(&vi->state);
+
+	if (st != VIP_STATE_CONNECTED && st != VIP_STATE_CONNECT_PENDING)
+		return false;
+	if (vi->conn)
+		vi->nic->ops->recv_progress(vi);   /* data already delivered */
+	atomic_store(&vi->state, VIP_STATE_ERROR);
+	flush_locked(vi);
+	return true;
+}
+
+void vd_vi_break_locked(struct vd_vi *vi)
+{
+	pthread_mutex_lock(&vi->rq.lock);
+	bool broke = break_both_locked(vi);
+	pthread_mutex_unlock(&vi->rq.lock);
+	if (broke) {
+		vi->nic->ops->wake(vi);
+		wake_all(vi);
+	}
+}
+
+void vd_vi_conn_broken(struct vd_vi *vi, VIP_ERROR_CODE code)
+{
+	pthread_mutex_lock(&vi->sq.lock);
+	pthread_mutex_lock(&vi->rq.lock);
+	bool broke = break_both_locked(vi);
+	pthread_mutex_unlock(&vi->rq.lock);
+	pthread_mutex_unlock(&vi->sq.lock);
+	if (!broke)
+		return;
+	if (vi->conn)
+		vi->nic->ops->wake(vi);
+	wake_all(vi);
+	vd_async_error(vi->nic, vi, NULL, NULL, VIP_RESOURCE_VI, code);
+}
+
+void vd_vi_connected(struct vd_vi *vi)
+{
+	vi->nic->ops->conn_ready(vi);
+	pthread_mutex_lock(&vi->sq.lock);
+	pthread_mutex_lock(&vi->rq.lock);
+	atomic_store(&vi->state, VIP_STATE_CONNECTED);
+	vi->nic->ops->recv_publish(vi);
+	pthread_mutex_unlock(&vi->rq.lock);
+	pthread_mutex_unlock(&vi->sq.lock);
+	wake_all(vi);
+}
+
+/* Disconnect or destroy: deliver what already arrived, drop the
+ * connection, flush the rest, back to Idle. */
+void vd_vi_disconnect(struct vd_vi *vi)
+{
+	pthread_mutex_lock(&vi->rq.lock);
+	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+		vi->nic->ops->recv_progress(vi);
+	pthread_mutex_unlock(&vi->rq.lock);
+	if (vi->conn)
+		vi->nic->ops->disconnect(vi);   /* no VI lock: see the op */
+	pthread_mutex_lock(&vi->sq.lock);
+	pthread_mutex_lock(&vi->rq.lock);
+	flush_locked(vi);
+	atomic_store(&vi->state, VIP_STATE_IDLE);
+	pthread_mutex_unlock(&vi->rq.lock);
+	pthread_mutex_unlock(&vi->sq.lock);
+	wake_all(vi);
+}
+
+/* ---- posting ------------------------------------------------------------------ */
+
+static int wq_append(struct vd_wq *q, VIP_DESCRIPTOR *d)
+{
+	if (q->tail - q->head >= q->cap) {
+		int err = wq_grow(q);
+		if (err)
+			return err;
+	}
+	q->ring[q->tail & (q->cap - 1)] = d;
+	q->tail++;
+	return 0;
+}
+
+VIP_RETURN VipPostSend(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	int err, st;
+
+	if (!vi || desc_check(vi, d, mh, false))
+		return VIP_INVALID_PARAMETER;
+	st = atomic_load(&vi->state);
+	if (st == VIP_STATE_IDLE || st == VIP_STATE_CONNECT_PENDING)
+		return VIP_INVALID_STATE;   /* never transmitted */
+	d->CS.Status = 0;
+	pthread_mutex_lock(&vi->sq.lock);
+	err = wq_append(&vi->sq, d);
+	if (!err) {
+		if (atomic_load(&vi->state) == VIP_STATE_CONNECTED && vi->conn)
+			err = vi->nic->ops->send_progress(vi);
+		else
+			vd_wq_complete_send(vi, VIP_STATUS_DESC_FLUSHED_ERROR);
+	}
+	pthread_mutex_unlock(&vi->sq.lock);
+	return err == -ENOMEM ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
+}
+
+VIP_RETURN VipPostRecv(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	uint64_t total;
+	int err;
+
+	if (!vi || desc_check(vi, d, mh, true))
+		return VIP_INVALID_PARAMETER;
+	d->CS.Status = 0;
+	d->CS.Length = 0;
+	pthread_mutex_lock(&vi->rq.lock);
+	err = wq_append(&vi->rq, d);
+	if (!err) {
+		uint32_t bad = vd_desc_check_segs(vi, d, 0, &total);
+		if (bad || atomic_load(&vi->state) == VIP_STATE_ERROR) {
+			/* Completes in order, once it reaches the front. */
+			d->CS.Reserved = bad ? bad : VIP_STATUS_DESC_FLUSHED_ERROR;
+		} else {
+			d->CS.Reserved = 0;
+		}
+		if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+			vi->nic->ops->recv_publish(vi);
+		else if (atomic_load(&vi->state) == VIP_STATE_ERROR)
+			vd_wq_complete_recv(vi, VIP_STATUS_DESC_FLUSHED_ERROR, 0, 0, true);
+	}
+	pthread_mutex_unlock(&vi->rq.lock);
+	return err ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
+}
+
+/* ---- reaping ---------------------------------------------------------------- */
+
+/* Head of a queue: VIP_SUCCESS / VIP_DESCRIPTOR_ERROR with the descriptor,
+ * VIP_NOT_DONE, or VIP_DESCRIPTOR_ERROR with NULL for an empty queue.
+ * Lock held. */
+static VIP_RETURN wq_take(struct vd_wq *q, VIP_DESCRIPTOR **out)
+{
+	VIP_DESCRIPTOR *d;
+
+	if (q->head == q->tail) {
+		*out = NULL;
+		return VIP_DESCRIPTOR_ERROR;
+	}
+	if (q->head == q->done) {
+		*out = NULL;
+		return VIP_NOT_DONE;
+	}
+	d = vd_wq_at(q, q->head++);
+	d->CS.Reserved = 0;
+	*out = d;
+	return d->CS.Status & VIP_STATUS_ERROR_MASK ? VIP_DESCRIPTOR_ERROR : VIP_SUCCESS;
+}
+
+static VIP_RETURN send_done(struct vd_vi *vi, VIP_DESCRIPTOR **out)
+{
+	VIP_RETURN r;
+
+	pthread_mutex_lock(&vi->sq.lock);
+	if (vi->sq.done < vi->sq.tail && vi->conn &&
+	    atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+		vi->nic->ops->send_progress(vi);
+	r = wq_take(&vi->sq, out);
+	pthread_mutex_unlock(&vi->sq.lock);
+	return r;
+}
+
+static VIP_RETURN recv_done(struct vd_vi *vi, VIP_DESCRIPTOR **out)
+{
+	VIP_RETURN r;
+
+	pthread_mutex_lock(&vi->rq.lock);
+	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+		vi->nic->ops->recv_progress(vi);
+	r = wq_take(&vi->rq, out);
+	pthread_mutex_unlock(&vi->rq.lock);
+	return r;
+}
+
+VIP_RETURN VipSendDone(VIP_VI_HANDLE vh, VIP_DESCRIPTOR **out)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+
+	if (!vi || !out)
+		return VIP_INVALID_PARAMETER;
+	return send_done(vi, out);
+}
+
+VIP_RETURN VipRecvDone(VIP_VI_HANDLE vh, VIP_DESCRIPTOR **out)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+
+	if (!vi || !out)
+		return VIP_INVALID_PARAMETER;
+	return recv_done(vi, out);
+}
+
+/* Provider sleep when connected, else the private word (connection
+ * set-up and teardown bump it). */
+static int queue_sleep(struct vd_vi *vi, bool recv, uint64_t deadline)
+{
+	struct vd_wq *q = recv ? &vi->rq : &vi->sq;
+	uint32_t seen = atomic_load_explicit(&q->wake_seq, memory_order_acquire);
+
+	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+		return recv ? vi->nic->ops->recv_sleep(vi, deadline)
+			    : vi->nic->ops->send_sleep(vi, deadline);
+	return vd_wq_sleep_local(q, seen, deadline);
+}
+
+static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
+			     VIP_DESCRIPTOR **out)
+{
+	uint64_t deadline = vd_deadline(timeout);
+	uint64_t spin_until = vd_now_ns() + spin_ns();
+	VIP_RETURN r;
+
+	for (;;) {
+		r = recv ? recv_done(vi, out) : send_done(vi, out);
+		if (r != VIP_NOT_DONE)
+			return r;
+		uint64_t now = vd_now_ns();
+		if (deadline && now >= deadline)
+			return VIP_TIMEOUT;
+		if (now < spin_until) {
+			vd_cpu_relax();
+			continue;
+		}
+		if (vd_obj_lookup(vd_obj_handle(vi), VD_OBJ_VI) != vi)
+			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
+		if (queue_sleep(vi, recv, deadline) == -ETIMEDOUT)
+			return VIP_TIMEOUT;
+	}
+}
+
+VIP_RETURN VipSendWait(VIP_VI_HANDLE vh, VIP_ULONG timeout, VIP_DESCRIPTOR **out)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+
+	if (!vi || !out)
+		return VIP_INVALID_PARAMETER;
+	return queue_wait(vi, false, timeout, out);
+}
+
+VIP_RETURN VipRecvWait(VIP_VI_HANDLE vh, VIP_ULONG timeout, VIP_DESCRIPTOR **out)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+
+	if (!vi || !out)
+		return VIP_INVALID_PARAMETER;
+	return queue_wait(vi, true, timeout, out);
+}
