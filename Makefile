@@ -5,7 +5,7 @@
 #
 #   make deps      install missing Debian packages (apt-get, as root or sudo)
 #   make build     release build (-O2 -g) in build/
-#   make demo      deps + build + run the lmm benchmark and plot it
+#   make demo      deps + build + run the lmm and vipl benchmarks and plot them
 #   make test      deps + every test in release, ASan+UBSan and TSan builds,
 #                  plus an install smoke test; summary at the end
 #   make install   PREFIX=/some/dir (default /usr/local)
@@ -24,8 +24,14 @@ CTEST ?= ctest
 # Debian's python3, which has python3-matplotlib; a python3 earlier on PATH
 # (pyenv, venv) may not.
 PYTHON ?= /usr/bin/python3
-# Extra bench_lmm options, e.g. BENCH_ARGS=--quick.
+# Extra bench_lmm options, e.g. BENCH_ARGS=--quick; bench_vipl gets the same
+# unless VIPL_BENCH_ARGS says otherwise (e.g. VIPL_BENCH_ARGS="--only cq").
 BENCH_ARGS ?=
+VIPL_BENCH_ARGS ?= $(BENCH_ARGS)
+# make demo: the full lmm run and the quick vipl run (docs/bench-vipl.md),
+# so that the whole demo stays within a few minutes on two cores.
+DEMO_LMM_ARGS ?=
+DEMO_VIPL_ARGS ?= --quick
 
 BUILD_DIR := build
 BENCH_OUT := $(BUILD_DIR)/bench-results
@@ -52,18 +58,22 @@ build:
 
 # Sub-makes keep the steps in order even under make -j.
 demo: deps
-	@$(MAKE) --no-print-directory bench
+	@$(MAKE) --no-print-directory bench BENCH_ARGS="$(DEMO_LMM_ARGS)" \
+		VIPL_BENCH_ARGS="$(DEMO_VIPL_ARGS)"
 
 bench: build
 	@$(MAKE) --no-print-directory bench-run
 
+# One after the other, never in parallel: each benchmark wants the cores.
 bench-run:
-	@test -x $(BUILD_DIR)/bench/bench_lmm || \
-		{ echo "bench: $(BUILD_DIR)/bench/bench_lmm was not built (no bench/ folder?)" >&2; exit 1; }
+	@for b in bench_lmm bench_vipl; do test -x $(BUILD_DIR)/bench/$$b || \
+		{ echo "bench: $(BUILD_DIR)/bench/$$b was not built (no bench/ folder?)" >&2; exit 1; }; done
 	mkdir -p $(BENCH_OUT)
 	$(BUILD_DIR)/bench/bench_lmm $(BENCH_ARGS) --csv $(BENCH_OUT)/lmm.csv
 	$(PYTHON) bench/lmm/plot.py $(BENCH_OUT)/lmm.csv $(BENCH_OUT)/lmm.png
-	@echo "bench: results in $(BENCH_OUT)/lmm.csv, plot in $(BENCH_OUT)/lmm.png"
+	$(BUILD_DIR)/bench/bench_vipl $(VIPL_BENCH_ARGS) --csv $(BENCH_OUT)/vipl.csv
+	$(PYTHON) bench/vipl/plot.py $(BENCH_OUT)/vipl.csv $(BENCH_OUT)/vipl.png
+	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl}.csv, plots in $(BENCH_OUT)/{lmm,vipl}.png"
 
 test: deps
 	@JOBS=$(JOBS) CMAKE=$(CMAKE) CTEST=$(CTEST) MAKE="$(MAKE)" bash tools/check.sh

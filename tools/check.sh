@@ -116,6 +116,7 @@ test_config() {
 check_install_tree() {
 	local prefix=$1 f missing=0
 	for f in bin/vdinfo include/viaduct/viaduct.h include/viaduct/lmm.h \
+		include/vipl.h lib/libvipl.so lib/libvipl.a \
 		lib/libviaduct.so lib/libviaduct.so.0 lib/libviaduct.a \
 		lib/pkgconfig/viaduct.pc lib/cmake/viaduct/viaduct-config.cmake \
 		lib/cmake/viaduct/viaduct-config-version.cmake; do
@@ -146,6 +147,24 @@ static_consumer() {
 	cc -std=c11 -Wall -Wextra -Werror examples/lmm_hello.c $cflags \
 		"$prefix/lib/libviaduct.a" -pthread -o "$tmp/lmm_hello_static" &&
 		"$tmp/lmm_hello_static"
+}
+
+# A classic VIA program (examples/vipl_pingpong.c: server and client in
+# two processes) built the two ways VIA programs are built: with the flags
+# pkg-config gives, and with plain -I/-L/-lvipl as M-VIA and cLAN programs
+# did.  Each run is bounded, so a hung connection fails the step.
+vipl_consumer() {
+	local prefix=$1 tmp=$2 how=$3 flags
+	if [ "$how" = pkg-config ]; then
+		flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs viaduct) || return 1
+	else
+		flags="-I$prefix/include -L$prefix/lib -lvipl"
+	fi
+	echo "cc examples/vipl_pingpong.c $flags"
+	# shellcheck disable=SC2086 # flags are a list of options
+	cc -std=c11 -Wall -Wextra -Werror examples/vipl_pingpong.c $flags \
+		-o "$tmp/vipl_pingpong_$how" &&
+		LD_LIBRARY_PATH="$prefix/lib" timeout 120 "$tmp/vipl_pingpong_$how"
 }
 
 # examples/CMakeLists.txt doubles as a find_package(viaduct) consumer.
@@ -181,6 +200,15 @@ install_smoke() {
 	else
 		record FAIL "install: pkg-config consumer (static)"
 	fi
+	local how
+	for how in pkg-config lvipl; do
+		say "install: VIPL consumer examples/vipl_pingpong.c ($how)"
+		if vipl_consumer "$prefix" "$tmp" "$how"; then
+			record PASS "install: VIPL consumer ($how)"
+		else
+			record FAIL "install: VIPL consumer ($how)"
+		fi
+	done
 	say "install: CMake consumer (find_package(viaduct), viaduct::viaduct)"
 	if cmake_consumer "$prefix" "$tmp"; then
 		record PASS "install: CMake consumer"

@@ -76,8 +76,9 @@ VIP_RETURN viaduct_vi_get_ext(VIP_VI_HANDLE vi, struct viaduct_vi_ext *ext);
 
 /* Per-VI counters since VipCreateVi (cumulative over connections). */
 struct viaduct_vi_stats {
-	VIP_UINT64 sends;               /* send descriptors completed */
-	VIP_UINT64 send_bytes;
+	VIP_UINT64 sends;               /* send-queue descriptors completed
+	                                 * without error (sends and RDMA) */
+	VIP_UINT64 send_bytes;          /* message bytes (RDMA: rdma_bytes) */
 	VIP_UINT64 recvs;               /* receive descriptors completed */
 	VIP_UINT64 recv_bytes;
 	VIP_UINT64 pio_sends;           /* data moved inline */

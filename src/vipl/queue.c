@@ -213,6 +213,7 @@ void vd_vi_break_locked(struct vd_vi *vi)
 	bool broke = break_both_locked(vi);
 	pthread_mutex_unlock(&vi->rq.lock);
 	if (broke) {
+		atomic_store(&vi->break_unreported, true);
 		vi->nic->ops->wake(vi);
 		wake_all(vi);
 	}
@@ -225,7 +226,9 @@ void vd_vi_conn_broken(struct vd_vi *vi, VIP_ERROR_CODE code)
 	bool broke = break_both_locked(vi);
 	pthread_mutex_unlock(&vi->rq.lock);
 	pthread_mutex_unlock(&vi->sq.lock);
-	if (!broke)
+	/* A break the data path made itself (e.g. a copy to a peer that just
+	 * died) is reported when the service thread learns why. */
+	if (!broke && !atomic_exchange(&vi->break_unreported, false))
 		return;
 	if (vi->conn)
 		vi->nic->ops->wake(vi);
@@ -249,16 +252,25 @@ void vd_vi_connected(struct vd_vi *vi)
  * connection, flush the rest, back to Idle. */
 void vd_vi_disconnect(struct vd_vi *vi)
 {
+	/* Leave Connected under both locks first: from then on no data-path
+	 * call uses the connection, and sleepers, once woken, sleep on the
+	 * private words instead of the shared region about to go away. */
+	pthread_mutex_lock(&vi->sq.lock);
 	pthread_mutex_lock(&vi->rq.lock);
 	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
 		vi->nic->ops->recv_progress(vi);
+	atomic_store(&vi->state, VIP_STATE_IDLE);
 	pthread_mutex_unlock(&vi->rq.lock);
-	if (vi->conn)
+	pthread_mutex_unlock(&vi->sq.lock);
+	if (vi->conn) {
+		vi->nic->ops->wake(vi);
 		vi->nic->ops->disconnect(vi);   /* no VI lock: see the op */
+	}
 	pthread_mutex_lock(&vi->sq.lock);
 	pthread_mutex_lock(&vi->rq.lock);
 	flush_locked(vi);
 	atomic_store(&vi->state, VIP_STATE_IDLE);
+	atomic_store(&vi->break_unreported, false);
 	pthread_mutex_unlock(&vi->rq.lock);
 	pthread_mutex_unlock(&vi->sq.lock);
 	wake_all(vi);

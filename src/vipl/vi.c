@@ -21,14 +21,13 @@ static bool level_valid(VIP_RELIABILITY_LEVEL l)
  * sets *err. */
 static struct vd_ptag *vi_ptag(struct vd_nic *nic, VIP_PROTECTION_HANDLE h, int *err)
 {
-	struct vd_ptag *p;
+	struct vd_ptag *p = NULL;
 
-	*err = 0;
-	if (!h)
-		return nic->strict_ptag ? nic->default_ptag : NULL;
-	p = vd_obj_lookup(h, VD_OBJ_PTAG);
-	if (!p || p->nic != nic)
-		*err = -EACCES;
+	*err = vd_ptag_get(nic, h, &p);     /* holds p */
+	if (!*err && !p && nic->strict_ptag) {
+		p = nic->default_ptag;
+		vd_ptag_hold(p);
+	}
 	return p;
 }
 
@@ -41,14 +40,11 @@ static VIP_RETURN attrs_check(const VIP_VI_ATTRIBUTES *a)
 	return VIP_SUCCESS;
 }
 
+/* Takes over the caller's hold on p; drops the hold on the old one. */
 static void vi_set_ptag(struct vd_vi *vi, struct vd_ptag *p)
 {
-	struct vd_ptag *old = vd_obj_lookup(vi->attrs.Ptag, VD_OBJ_PTAG);
-
-	if (p)
-		atomic_fetch_add(&p->users, 1);
-	if (old && vi->attrs.Ptag)
-		atomic_fetch_sub(&old->users, 1);
+	vd_ptag_release(vi->ptag);
+	vi->ptag = p;
 	vi->attrs.Ptag = p ? vd_obj_handle(p) : NULL;
 	vi->ptag_id = p ? p->id : 0;
 }
@@ -98,12 +94,13 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE nh, VIP_VI_ATTRIBUTES *a, VIP_CQ_HANDLE sh
 	if (err)
 		return VIP_INVALID_PTAG;
 	vi = vd_obj_new(VD_OBJ_VI, sizeof(*vi));
-	if (!vi)
-		return VIP_ERROR_RESOURCE;
-	if (vi_init_queues(vi)) {
-		free(vi->sq.ring);
-		free(vi->rq.ring);
-		vd_obj_free(vi);
+	if (!vi || vi_init_queues(vi)) {
+		if (vi) {
+			free(vi->sq.ring);
+			free(vi->rq.ring);
+			vd_obj_free(vi);
+		}
+		vd_ptag_release(p);
 		return VIP_ERROR_RESOURCE;
 	}
 	vi->nic = nic;
@@ -227,6 +224,7 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE vh, VIP_VI_ATTRIBUTES *a)
 	    (a->ReliabilityLevel != vi->attrs.ReliabilityLevel ||
 	     a->MaxTransferSize != vi->attrs.MaxTransferSize)) {
 		r = VIP_INVALID_STATE;
+		vd_ptag_release(p);
 	} else {
 		vi->attrs.ReliabilityLevel = a->ReliabilityLevel;
 		vi->attrs.MaxTransferSize = a->MaxTransferSize;

@@ -112,6 +112,13 @@ struct vd_ptag {
 	_Atomic uint32_t users;   /* VIs and registrations naming it */
 };
 
+/* ptag.c.  vd_ptag_get: NULL handle -> 0 and *out = NULL ("default /
+ * any"); a live ptag of this NIC -> 0 and *out with a hold (users + 1);
+ * anything else -> -EACCES.  vd_ptag_release(NULL) is a no-op. */
+int vd_ptag_get(struct vd_nic *nic, VIP_PROTECTION_HANDLE h, struct vd_ptag **out);
+void vd_ptag_hold(struct vd_ptag *p);
+void vd_ptag_release(struct vd_ptag *p);
+
 /* ---- translation and protection table (tpt.c) --------------------------- *
  * Memory handle = key << VD_TPT_IDX_BITS | idx.  The key is random per
  * registration (never 0, never the slot's previous key), so handles are
@@ -291,7 +298,11 @@ struct vd_vi {
 	struct vd_nic *nic;
 	struct vd_cq *send_cq, *recv_cq;
 	_Atomic int state;                  /* VIP_VI_STATE */
+	_Atomic bool break_unreported;      /* broken by vd_vi_break_locked;
+	                                     * a later vd_vi_conn_broken still
+	                                     * calls the error handler */
 	VIP_VI_ATTRIBUTES attrs;
+	struct vd_ptag *ptag;               /* held; NULL: any of this NIC */
 	uint32_t ptag_id;                   /* 0: any ptag of this NIC */
 	_Atomic uint32_t ext_flags;         /* VIADUCT_VI_* */
 	_Atomic uint32_t xfer_mode;         /* enum viaduct_xfer_mode */

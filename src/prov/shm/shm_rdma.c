@@ -175,8 +175,11 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	}
 	if (err) {
 		vd_wq_complete_send(vi, VIP_STATUS_TRANSPORT_ERROR);
-		if (reliable(vi))
-			shutdown(c->sock, SHUT_RDWR);   /* both sides report it */
+		if (reliable(vi)) {
+			atomic_store(&c->broken, true);
+			shutdown(c->sock, SHUT_RDWR);   /* the peer reports it */
+			vd_vi_break_locked(vi);
+		}
 		return 0;
 	}
 	if (write)

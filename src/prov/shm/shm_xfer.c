@@ -509,8 +509,12 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	err = send_message(vi, c, d, total, n);
 	if (err) {
 		vd_wq_complete_send(vi, VIP_STATUS_TRANSPORT_ERROR);
-		if (level_reliable(vi))
+		if (level_reliable(vi)) {
+			/* Error state visible before the descriptor is reaped;
+			 * the socket shutdown tells the peer. */
 			conn_fail(c, "process_vm_writev failed");
+			vd_vi_break_locked(vi);
+		}
 		return 0;
 	}
 	vi->stats.send_bytes += total;
@@ -767,12 +771,19 @@ int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
 			     &c->tx->s2.send_waiting, deadline);
 }
 
+/* The connection is over (the VI left Connected under its queue locks):
+ * wake every sleeper on the shared words.  A waiter that checked the
+ * state just before may not be asleep yet, and a wake that leaves the
+ * word unchanged would be lost; so change the words -- nobody reads them
+ * as indices any more (the peer keeps its own indices privately). */
 void vd_shm_wake(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
 
 	if (!c)
 		return;
+	atomic_fetch_add(&c->rx->s.xfer_write, 1);
+	atomic_fetch_add(&c->tx->r.cookie_write, 1);
 	vd_futex_wake(&c->rx->s.xfer_write);
 	vd_futex_wake(&c->tx->r.cookie_write);
 }
@@ -795,6 +806,8 @@ static bool peer_gone(const struct vd_shm_conn *c)
  * store of rdma_active + fence before it reads the TPT (shm_rdma.c). */
 void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
 {
+	/* Lock order nic -> queue, as everywhere. */
+	pthread_mutex_lock(&nic->lock);
 	for (struct vd_list *l = nic->vis.next; l != &nic->vis; l = l->next) {
 		struct vd_vi *vi = vd_container_of(l, struct vd_vi, nic_link);
 		uint64_t give_up = vd_now_ns() + 5000000000ull;
@@ -815,4 +828,5 @@ void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
 		}
 		pthread_mutex_unlock(&vi->rq.lock);
 	}
+	pthread_mutex_unlock(&nic->lock);
 }

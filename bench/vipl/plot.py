@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Plot the CSV written by `bench_vipl --csv FILE` into one PNG.
+
+    /usr/bin/python3 bench/vipl/plot.py vipl.csv vipl.png
+
+The CSV is long format: section,case,x,metric,value (see docs/bench-vipl.md).
+Panels: Table 1 as bars (half round trip per case and size, with the
+busy-poll floor and the 4x target); figure 6 (bandwidth against message
+size, next to raw process_vm_writev and memcpy); AUTO / raw
+process_vm_writev with the 0.95 target; figure 7 (CQ server requests/s
+against the number of connections).
+"""
+import argparse
+import csv
+import math
+import sys
+from collections import defaultdict
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on build machines
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+except ImportError:
+    sys.exit(
+        "plot.py: matplotlib is not available to %s.\n"
+        "Install Debian's package (apt-get install python3-matplotlib) and run "
+        "this script with /usr/bin/python3 (a pyenv/venv python3 earlier on "
+        "PATH may not see it)." % sys.executable
+    )
+
+LAT_CASES = (
+    ("pio", "PIO forced", "tab:blue"),
+    ("dma", "DMA forced", "tab:orange"),
+    ("auto", "AUTO", "tab:green"),
+    ("auto_wait", "AUTO, VipRecvWait", "tab:red"),
+)
+BW_CASES = (
+    ("pio", "PIO forced", "tab:blue", "o-"),
+    ("dma", "DMA forced", "tab:orange", "s-"),
+    ("auto", "AUTO (credits)", "tab:green", "^-"),
+    ("auto_fc", "AUTO, flow-control ext.", "tab:purple", "v-"),
+)
+CQ_CASES = (("poll", "VipCQDone (poll)", "tab:blue"), ("wait", "VipCQWait", "tab:red"))
+LAT_TARGET = 4.0
+BW_TARGET = 0.95
+CQ_TARGET = 0.90
+MB = 1e6
+
+
+def load(path):
+    """{(section, case, metric): {x: value}} from the numeric rows, and the context."""
+    data = defaultdict(dict)
+    context = {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"section", "case", "x", "metric", "value"} - set(reader.fieldnames or [])
+        if missing:
+            sys.exit("plot.py: %s is not a bench_vipl CSV (missing %s)" % (path, ", ".join(sorted(missing))))
+        for row in reader:
+            if row["section"] == "context":
+                context[row["metric"]] = row["value"]
+                continue
+            try:
+                value = float(row["value"])
+                x = int(row["x"])
+            except ValueError:
+                continue
+            if not math.isnan(value):
+                data[(row["section"], row["case"], row["metric"])][x] = value
+    return data, context
+
+
+def series(data, section, case, metric, scale=1.0):
+    points = sorted(data.get((section, case, metric), {}).items())
+    return [p[0] for p in points], [p[1] / scale for p in points]
+
+
+def size_label(bytes_, _pos=None):
+    if bytes_ >= 1 << 20:
+        return "%gM" % (bytes_ / (1 << 20))
+    if bytes_ >= 1024:
+        return "%gK" % (bytes_ / 1024)
+    return "%g" % bytes_
+
+
+def size_axis(ax):
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
+    ax.set_xlabel("message size (bytes)")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def no_data(ax, title):
+    ax.set_title(title)
+    ax.text(0.5, 0.5, "not measured in this run", ha="center", transform=ax.transAxes)
+
+
+def plot_latency(ax, data):
+    title = "Table 1: half round trip (median)"
+    present = [c for c in LAT_CASES if data.get(("latency", c[0], "half_rtt_ns"))]
+    if not present:
+        return no_data(ax, title)
+    sizes = sorted({x for c in present for x in data[("latency", c[0], "half_rtt_ns")]})
+    width = 0.8 / len(present)
+    for i, (case, label, color) in enumerate(present):
+        vals = [data[("latency", case, "half_rtt_ns")].get(s, float("nan")) for s in sizes]
+        bars = ax.bar([j + i * width for j in range(len(sizes))], vals, width, label=label, color=color)
+        ratios = data.get(("latency", case, "ratio_floor"), {})
+        for bar, s in zip(bars, sizes):
+            if s in ratios:
+                ax.annotate("%.1fx" % ratios[s], (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                            ha="center", va="bottom", fontsize=6)
+    floors = [v for c in present for v in data.get(("latency", c[0], "floor_ns"), {}).values()]
+    floor = sorted(floors)[len(floors) // 2] if floors else data.get(("limits", "busy_poll", "half_rtt_ns"), {}).get(0)
+    if floor:
+        ax.axhline(floor, color="black", linewidth=0.8, label="busy-poll floor %.0f ns" % floor)
+        ax.axhline(LAT_TARGET * floor, color="black", linestyle=":", label="target: 4x floor")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))])
+    ax.set_xticklabels(["%d bytes" % s for s in sizes])
+    ax.set_ylabel("half round trip (ns); labels: x floor")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
+def plot_bandwidth(ax, data):
+    title = "Figure 6: bandwidth vs message size"
+    if not any(data.get(("bandwidth", c[0], "mb_per_s")) for c in BW_CASES):
+        return no_data(ax, title)
+    for case, label, color, style in BW_CASES:
+        xs, ys = series(data, "bandwidth", case, "mb_per_s")
+        if xs:
+            ax.plot(xs, ys, style, color=color, label=label, markersize=4)
+    xs, ys = series(data, "bandwidth", "raw_pvw", "mb_per_s")
+    if xs:
+        ax.plot(xs, ys, "k--", label="raw process_vm_writev (same buffers)")
+    top = max(ax.get_xlim()[1], 1)
+    for case, label, style in (("pvw", "process_vm_writev alone", "x:"), ("memcpy", "memcpy", "+:")):
+        xs, ys = series(data, "limits", case, "mb_per_s")
+        pts = [(x, y) for x, y in zip(xs, ys) if x <= top]
+        if pts:
+            ax.plot(*zip(*pts), style, color="grey", label=label)
+    size_axis(ax)
+    ax.set_yscale("log")
+    ax.set_ylabel("MB/s (10^6 bytes/s)")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+
+
+def plot_ratio(ax, data):
+    title = "AUTO / raw process_vm_writev (per-run pairs)"
+    xs, ys = series(data, "bandwidth", "auto", "ratio_raw")
+    if not xs:
+        return no_data(ax, title)
+    ax.plot(xs, ys, "^-", color="tab:green", label="AUTO / raw")
+    ax.axhline(BW_TARGET, color="black", linestyle=":", label="target %.2f (>= 1 MiB)" % BW_TARGET)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.axvspan(1 << 20, max(xs) * 1.2, color="tab:green", alpha=0.08)
+    share_x, share_y = series(data, "bandwidth", "auto", "dma_share_pct")
+    if share_x:
+        ax2 = ax.twinx()
+        ax2.plot(share_x, share_y, ":", color="tab:orange", label="AUTO sends by DMA (%)")
+        ax2.set_ylabel("sends moved by DMA (%)", color="tab:orange")
+        ax2.set_ylim(-5, 105)
+        ax2.legend(fontsize=7, loc="center right")
+    size_axis(ax)
+    ax.set_ylabel("bandwidth ratio")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def plot_cq(ax, data):
+    title = "Figure 7: CQ server throughput"
+    if not any(data.get(("cq", c[0], "req_per_s")) for c in CQ_CASES):
+        return no_data(ax, title)
+    for case, label, color in CQ_CASES:
+        xs, ys = series(data, "cq", case, "req_per_s")
+        if not xs:
+            continue
+        ax.plot(xs, [y / 1e3 for y in ys], "o-", color=color, label=label)
+        ax.axhline(CQ_TARGET * ys[0] / 1e3, color=color, linestyle=":", linewidth=0.8,
+                   label="0.9 x N=1 (%s)" % case)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "%d" % v))
+    ax.set_xlabel("connections (VIs on one CQ)")
+    ax.set_ylabel("thousand requests/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Plot bench_vipl's CSV into a PNG.")
+    parser.add_argument("csv", help="CSV written by bench_vipl --csv")
+    parser.add_argument("png", help="PNG to write")
+    args = parser.parse_args()
+
+    try:
+        data, context = load(args.csv)
+    except OSError as err:
+        sys.exit("plot.py: cannot read %s: %s" % (args.csv, err))
+    if not data:
+        sys.exit("plot.py: %s holds no measurements" % args.csv)
+
+    fig, axes = plt.subplots(2, 2, figsize=(15, 10.5))
+    plot_latency(axes[0][0], data)
+    plot_bandwidth(axes[0][1], data)
+    plot_ratio(axes[1][0], data)
+    plot_cq(axes[1][1], data)
+    fig.suptitle("viaduct VIPL over shm (bench_vipl, %s; %s)"
+                 % (context.get("mode", "?").split(":")[0], context.get("cpu_model", "unknown CPU")))
+    fig.tight_layout()
+    try:
+        fig.savefig(args.png, dpi=110)
+    except OSError as err:
+        sys.exit("plot.py: cannot write %s: %s" % (args.png, err))
+    print("plot.py: wrote %s" % args.png)
+
+
+if __name__ == "__main__":
+    main()

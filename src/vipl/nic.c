@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NIC handles: open/close/query, the node address, the asynchronous error
+ * handler, system management info and the unsupported Giganet extras.
+ *
+ * Every device name is accepted and maps to the one provider (shm); the
+ * same device may be opened any number of times per process, and each
+ * open gets its own TPT, ptags, VIs and CQs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "vipl/vipl_internal.h"
+
+/* Provided by the lead in vi.c / cq.c: destroy every VI (CQ) still open on
+ * the NIC, as VipDestroyVi (VipDestroyCQ) would, leniently (flushed or
+ * connected VIs included).  No lock held by the caller. */
+extern void vd_vi_destroy_all(struct vd_nic *nic);
+extern void vd_cq_destroy_all(struct vd_nic *nic);
+
+/* tpt.c */
+int vd_tpt_init(struct vd_nic *nic);
+void vd_tpt_release_all(struct vd_nic *nic);
+void vd_tpt_fini(struct vd_nic *nic);
+/* ptag.c */
+int vd_ptag_create(struct vd_nic *nic, struct vd_ptag **out);
+void vd_ptag_destroy_all(struct vd_nic *nic);
+
+#define PROVIDER_NAME "viaduct-shm"
+#define MAX_VI 65536
+#define MAX_CQ 4096
+#define MAX_PTAGS 4096
+
+/* ---- node address ------------------------------------------------------------ */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	while (n--) {
+		h ^= *c++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint8_t g_node_addr[VD_NIC_ADDR_LEN];
+static pthread_once_t g_node_once = PTHREAD_ONCE_INIT;
+
+/* The same value in every process of the machine: hashed from
+ * /etc/machine-id, or from the host name where there is none. */
+static void node_address_init(void)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	char buf[256];
+	struct utsname u;
+	ssize_t n = -1;
+	int fd, i;
+
+	fd = open("/etc/machine-id", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf));
+		close(fd);
+	}
+	if (n > 0)
+		h = fnv1a(h, buf, (size_t)n);
+	else if (uname(&u) == 0)
+		h = fnv1a(h, u.nodename, strlen(u.nodename));
+	g_node_addr[0] = 0x02;       /* locally administered, unicast */
+	for (i = 1; i < VD_NIC_ADDR_LEN; i++)
+		g_node_addr[i] = (uint8_t)(h >> (8 * (i - 1)));
+}
+
+void vd_node_address(uint8_t addr[VD_NIC_ADDR_LEN])
+{
+	pthread_once(&g_node_once, node_address_init);
+	memcpy(addr, g_node_addr, VD_NIC_ADDR_LEN);
+}
+
+/* ---- open / close ------------------------------------------------------------ */
+
+/* VIADUCT_PROVIDER: unset, empty or "shm". */
+static int provider_check(void)
+{
+	const char *p = getenv("VIADUCT_PROVIDER");
+
+	if (!p || !*p || strcmp(p, "shm") == 0)
+		return 0;
+	vd_log("VIADUCT_PROVIDER=%s: unknown provider (only \"shm\")", p);
+	return -ENOTSUP;
+}
+
+static void nic_init_fields(struct vd_nic *nic, const char *device)
+{
+	const char *strict = getenv("VIADUCT_VIPL_STRICT_PTAG");
+
+	nic->ops = &vd_shm_ops;
+	pthread_mutex_init(&nic->lock, NULL);
+	vd_list_init(&nic->vis);
+	vd_list_init(&nic->cqs);
+	vd_node_address(nic->addr);
+	snprintf(nic->device, sizeof(nic->device), "%s", device);
+	nic->strict_ptag = strict && strcmp(strict, "1") == 0;
+}
+
+/* TPT, default ptag, provider; undone in reverse on failure. */
+static int nic_start(struct vd_nic *nic)
+{
+	int err = vd_tpt_init(nic);
+
+	if (err)
+		return err;
+	err = vd_ptag_create(nic, &nic->default_ptag);
+	if (!err) {
+		err = nic->ops->nic_open(nic);
+		if (!err)
+			return 0;
+		vd_ptag_destroy_all(nic);
+	}
+	vd_tpt_fini(nic);
+	return err;
+}
+
+VIP_RETURN VipOpenNic(const VIP_CHAR *DeviceName, VIP_NIC_HANDLE *NicHandle)
+{
+	struct vd_nic *nic;
+	int err;
+
+	if (!DeviceName || !NicHandle)
+		return VIP_INVALID_PARAMETER;
+	err = provider_check();
+	if (err)
+		return vd_ret(err);
+	nic = vd_obj_new(VD_OBJ_NIC, sizeof(*nic));
+	if (!nic)
+		return VIP_ERROR_RESOURCE;
+	nic_init_fields(nic, DeviceName);
+	err = nic_start(nic);
+	if (err) {
+		vd_log("VipOpenNic(%s): %s", DeviceName, strerror(-err));
+		pthread_mutex_destroy(&nic->lock);
+		vd_obj_free(nic);
+		return vd_ret(err);
+	}
+	*NicHandle = vd_obj_handle(nic);
+	return VIP_SUCCESS;
+}
+
+/* Lenient: whatever the application left open goes with the NIC. */
+VIP_RETURN VipCloseNic(VIP_NIC_HANDLE NicHandle)
+{
+	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
+
+	if (!nic)
+		return VIP_INVALID_PARAMETER;
+	vd_vi_destroy_all(nic);
+	vd_cq_destroy_all(nic);
+	vd_tpt_release_all(nic);        /* needs ops->mr_quiesce: before close */
+	nic->ops->nic_close(nic);
+	vd_ptag_destroy_all(nic);
+	nic->default_ptag = NULL;
+	vd_tpt_fini(nic);
+	pthread_mutex_destroy(&nic->lock);
+	vd_obj_free(nic);
+	return VIP_SUCCESS;
+}
+
+/* ---- query -------------------------------------------------------------------- */
+
+static bool have_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
+}
+
+/* What mlock may pin now: RLIMIT_MEMLOCK, unbounded with CAP_IPC_LOCK. */
+static VIP_ULONG max_register_bytes(void)
+{
+	struct rlimit rl;
+
+	if (have_cap_ipc_lock())
+		return ULONG_MAX;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return ULONG_MAX;
+	return (VIP_ULONG)rl.rlim_cur;
+}
+
+VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a)
+{
+	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
+
+	if (!nic || !a)
+		return VIP_INVALID_PARAMETER;
+	memset(a, 0, sizeof(*a));
+	snprintf(a->Name, sizeof(a->Name), "%s", PROVIDER_NAME);
+	a->HardwareVersion = 0;
+	a->ProviderVersion = VIADUCT_VERSION_MAJOR << 16 |
+			     VIADUCT_VERSION_MINOR << 8 | VIADUCT_VERSION_PATCH;
+	a->NicAddressLen = VD_NIC_ADDR_LEN;
+	a->LocalNicAddress = nic->addr;   /* valid while the NIC is open */
+	a->ThreadSafe = VIP_TRUE;
+	a->MaxDiscriminatorLen = VD_MAX_DISCRIMINATOR;
+	a->MaxRegisterBytes = max_register_bytes();
+	a->MaxRegisterRegions = VD_TPT_MAX - 1;
+	a->MaxRegisterBlockBytes = a->MaxRegisterBytes;
+	a->MaxVI = MAX_VI;
+	a->MaxDescriptorsPerQueue = VD_MAX_QUEUE_DESC;
+	a->MaxSegmentsPerDesc = VD_MAX_SEGS;
+	a->MaxCQ = MAX_CQ;
+	a->MaxCQEntries = VD_MAX_CQ_ENTRIES;
+	a->MaxTransferSize = VD_MAX_TRANSFER;
+	a->NativeMTU = VD_MAX_TRANSFER;
+	a->MaxPtags = MAX_PTAGS;
+	a->ReliabilityLevelSupport = VIP_SERVICE_UNRELIABLE |
+		VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
+	a->RDMAReadSupport = a->ReliabilityLevelSupport;
+	return VIP_SUCCESS;
+}
+
+/* ---- asynchronous errors -------------------------------------------------------- */
+
+VIP_RETURN VipErrorCallback(VIP_NIC_HANDLE NicHandle, VIP_PVOID Context,
+			    void (*Handler)(VIP_PVOID, VIP_ERROR_DESCRIPTOR *))
+{
+	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
+
+	if (!nic)
+		return VIP_INVALID_PARAMETER;
+	pthread_mutex_lock(&nic->lock);
+	nic->err_handler = Handler;      /* NULL removes it */
+	nic->err_ctx = Context;
+	pthread_mutex_unlock(&nic->lock);
+	return VIP_SUCCESS;
+}
+
+void vd_async_error(struct vd_nic *nic, struct vd_vi *vi, struct vd_cq *cq,
+		    VIP_DESCRIPTOR *desc, VIP_RESOURCE_CODE res, VIP_ERROR_CODE code)
+{
+	VIP_ERROR_DESCRIPTOR ed;
+	VIP_ERROR_HANDLER fn;
+	void *ctx;
+
+	if (!nic)
+		nic = vi ? vi->nic : cq ? cq->nic : NULL;
+	if (!nic)
+		return;
+	memset(&ed, 0, sizeof(ed));
+	ed.NicHandle = vd_obj_handle(nic);
+	ed.ViHandle = vi ? vd_obj_handle(vi) : NULL;
+	ed.CQHandle = cq ? vd_obj_handle(cq) : NULL;
+	ed.DescriptorPtr = desc;
+	ed.OpCode = 0;
+	ed.ResourceCode = res;
+	ed.ErrorCode = code;
+	pthread_mutex_lock(&nic->lock);
+	fn = nic->err_handler;
+	ctx = nic->err_ctx;
+	pthread_mutex_unlock(&nic->lock);
+	/* Called without the lock: the handler may call back into VIPL. */
+	if (fn)
+		fn(ctx, &ed);
+	else
+		vd_log("async error %d (resource %d) on nic %s vi %p cq %p desc %p",
+		       (int)code, (int)res, nic->device, ed.ViHandle,
+		       ed.CQHandle, (void *)desc);
+}
+
+/* ---- system management ----------------------------------------------------------- */
+
+/* Autodiscovery on a one-node provider: this node, when the caller gave
+ * room for an address in ADAddrArray[0]. */
+VIP_RETURN VipQuerySystemManagementInfo(VIP_NIC_HANDLE NicHandle,
+					VIP_ULONG InfoType, VIP_PVOID SysManInfo)
+{
+	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
+	VIP_AUTODISCOVERY_LIST *l = SysManInfo;
+	VIP_NET_ADDRESS *a;
+
+	if (!nic || !SysManInfo)
+		return VIP_INVALID_PARAMETER;
+	if (InfoType != VIP_SMI_AUTODISCOVERY)
+		return VIP_ERROR_NOT_SUPPORTED;
+	l->NumberOfHops = 0;
+	l->NumAdAddrs = 0;
+	if (l->ADAddrArray && l->ADAddrArray[0]) {
+		a = l->ADAddrArray[0];
+		a->HostAddressLen = VD_NIC_ADDR_LEN;
+		a->DiscriminatorLen = 0;
+		memcpy(a->HostAddress, nic->addr, VD_NIC_ADDR_LEN);
+		l->NumAdAddrs = 1;
+	}
+	return VIP_SUCCESS;
+}
+
+/* ---- Giganet extras: not supported (after checking the handle) ------------------ */
+
+VIP_RETURN VipAddTagCQ(VIP_CQ_HANDLE CQHandle, VIP_EVENT_HANDLE *Event,
+		       VIP_ULONG Tag, VIP_ULONG Priority)
+{
+	(void)Event, (void)Tag, (void)Priority;
+	if (!vd_obj_lookup(CQHandle, VD_OBJ_CQ))
+		return VIP_INVALID_PARAMETER;
+	return VIP_ERROR_NOT_SUPPORTED;
+}
+
+VIP_RETURN VipRemoveTagCQ(VIP_CQ_HANDLE CQHandle, VIP_EVENT_HANDLE Event,
+			  VIP_ULONG Tag)
+{
+	(void)Event, (void)Tag;
+	if (!vd_obj_lookup(CQHandle, VD_OBJ_CQ))
+		return VIP_INVALID_PARAMETER;
+	return VIP_ERROR_NOT_SUPPORTED;
+}
+
+VIP_RETURN VipPostDeferredSends(VIP_VI_HANDLE ViHandle, VIP_BOOLEAN EnableInterrupt,
+				VIP_BOOLEAN *SendsDeferred)
+{
+	(void)EnableInterrupt, (void)SendsDeferred;
+	if (!vd_obj_lookup(ViHandle, VD_OBJ_VI))
+		return VIP_INVALID_PARAMETER;
+	return VIP_ERROR_NOT_SUPPORTED;
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vipl helpers: errno -> VIP_RETURN, clocks and timeouts, randomness, the
+ * debug log.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vipl/vipl_internal.h"
+
+/* The one place where a negative errno becomes a VIPL return code. */
+VIP_RETURN vd_ret(int err)
+{
+	switch (err) {
+	case 0:
+		return VIP_SUCCESS;
+	case -EAGAIN:
+		return VIP_NOT_DONE;
+	case -EINVAL: case -EBADF: case -EFAULT: case -ERANGE: case -EPROTO:
+	case -EADDRINUSE:
+		return VIP_INVALID_PARAMETER;
+	case -ETIMEDOUT:
+		return VIP_TIMEOUT;
+	case -ECONNREFUSED:
+		return VIP_REJECT;
+	case -EBADSLT:
+		return VIP_INVALID_RELIABILITY_LEVEL;
+	case -EMSGSIZE:
+		return VIP_INVALID_MTU;
+	case -EXDEV:
+		return VIP_INVALID_QOS;
+	case -EACCES:
+		return VIP_INVALID_PTAG;
+#if EOPNOTSUPP != ENOTSUP
+	case -EOPNOTSUPP:
+#endif
+	case -ENOTSUP:
+		return VIP_ERROR_NOT_SUPPORTED;
+	case -EBUSY: case -EISCONN: case -ENOTCONN: case -EALREADY:
+		return VIP_INVALID_STATE;
+	case -ENOENT:
+		return VIP_NO_MATCH;
+	case -EHOSTUNREACH:
+		return VIP_NOT_REACHABLE;
+	case -ENXIO:
+		return VIP_ERROR_NAMESERVICE;
+	case -ECANCELED:
+		return VIP_DESCRIPTOR_ERROR;
+	default:
+		/* -ENOMEM, -EMFILE, -ENFILE, -ENOSPC, -EPERM and anything
+		 * unexpected: the provider ran out of something. */
+		return VIP_ERROR_RESOURCE;
+	}
+}
+
+uint64_t vd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* VIP_INFINITE is 0xFFFFFFFF, but VIP_ULONG is 64-bit on LP64, so clients
+ * that write (VIP_ULONG)-1 or ULONG_MAX mean "forever" as well. */
+static bool timeout_infinite(VIP_ULONG ms)
+{
+	return ms == VIP_INFINITE || ms == (VIP_ULONG)-1;
+}
+
+uint64_t vd_deadline(VIP_ULONG timeout_ms)
+{
+	uint64_t now, d;
+
+	if (timeout_infinite(timeout_ms))
+		return 0;
+	now = vd_now_ns();
+	if (timeout_ms > (UINT64_MAX - now) / 1000000u)
+		return UINT64_MAX;   /* centuries away: saturate, stay finite */
+	d = now + (uint64_t)timeout_ms * 1000000u;
+	return d ? d : 1;            /* 0 would mean infinite */
+}
+
+int vd_timeout_ms(VIP_ULONG timeout_ms)
+{
+	if (timeout_infinite(timeout_ms))
+		return -1;
+	return timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms;
+}
+
+/* splitmix64 finaliser: spreads weak inputs over all bits. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint32_t vd_random32(void)
+{
+	static _Atomic uint64_t counter;
+	uint32_t v;
+	uint64_t z;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	/* No entropy yet (early boot) or no getrandom: still unpredictable
+	 * enough for memory-handle keys, and never repeats in a process.
+	 * Relaxed: the counter only needs to be unique, not ordered. */
+	z = vd_now_ns() ^ ((uint64_t)getpid() << 32) ^
+	    (atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) *
+	     0x9e3779b97f4a7c15ull);
+	return (uint32_t)(mix64(z) >> 16);
+}
+
+void vd_log(const char *fmt, ...)
+{
+	const char *dbg = getenv("VIADUCT_DEBUG");
+	char buf[512];
+	va_list ap;
+	int n;
+
+	if (!dbg || !*dbg)
+		return;
+	n = snprintf(buf, sizeof(buf), "viaduct[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* One write per line so lines of several threads do not interleave. */
+	fprintf(stderr, "%s\n", buf);
+}
