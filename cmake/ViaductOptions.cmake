@@ -35,6 +35,11 @@ if(VIADUCT_SANITIZE STREQUAL "address")
 		-fno-sanitize-recover=all)
 elseif(VIADUCT_SANITIZE STREQUAL "thread")
 	set(_vd_san -fsanitize=thread)
+	# gcc warns that TSan does not model atomic_thread_fence.  viaduct's
+	# fences are the store->load (Dekker) half of waiter/waker and
+	# revoke/RDMA handshakes; the data they guard is itself atomic, so no
+	# happens-before edge TSan needs comes from a fence.
+	add_compile_options(-Wno-tsan)
 elseif(NOT VIADUCT_SANITIZE STREQUAL "")
 	message(FATAL_ERROR "VIADUCT_SANITIZE must be empty, address or thread")
 endif()

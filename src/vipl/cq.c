@@ -149,6 +149,8 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 	if (!cq || !vh)
 		return VIP_INVALID_PARAMETER;
 	for (;;) {
+		if (vd_obj_lookup(ch, VD_OBJ_CQ) != cq)
+			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
 		r = cq_done(cq, vh, recv ? recv : &dummy);
 		if (r != VIP_NOT_DONE)
 			return r;
@@ -159,8 +161,6 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 			vd_cpu_relax();
 			continue;
 		}
-		if (vd_obj_lookup(ch, VD_OBJ_CQ) != cq)
-			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
 		if (cq->nic->ops->cq_sleep(cq, deadline) == -ETIMEDOUT)
 			return VIP_TIMEOUT;
 	}

@@ -48,10 +48,19 @@ struct slot {
 	uint32_t next_free;             /* index + 1; 0: end of list */
 };
 
+/* A freed object waits in a FIFO quarantine before it can be reused, with
+ * its contents untouched: a thread that looked the object up just before
+ * it was destroyed (a notify thread inside VipCQWait, a waiter woken by
+ * VipDestroyVi) finds its fields -- nic pointer, lock -- still intact
+ * while it notices that the handle died. */
+#define QUARANTINE 256
+
 struct size_class {
 	void *free;                     /* linked through obj + FREE_LINK */
 	char *bump;                     /* unused tail of the newest chunk */
 	size_t left;
+	void *quar[QUARANTINE];         /* ring, oldest at qhead */
+	unsigned qhead, qcount;
 };
 
 /* Where a free object keeps its free-list link: past the header. */
@@ -124,8 +133,15 @@ static void class_free(int k, void *o)
 {
 	struct size_class *c = &g_classes[k];
 
-	*(void **)((char *)o + FREE_LINK) = c->free;
-	c->free = o;
+	if (c->qcount == QUARANTINE) {  /* the oldest becomes reusable */
+		void *old = c->quar[c->qhead];
+		*(void **)((char *)old + FREE_LINK) = c->free;
+		c->free = old;
+		c->qhead = (c->qhead + 1) % QUARANTINE;
+		c->qcount--;
+	}
+	c->quar[(c->qhead + c->qcount) % QUARANTINE] = o;
+	c->qcount++;
 }
 
 /* ---- slots ------------------------------------------------------------------ */

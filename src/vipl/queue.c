@@ -429,6 +429,8 @@ static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 	VIP_RETURN r;
 
 	for (;;) {
+		if (vd_obj_lookup(vd_obj_handle(vi), VD_OBJ_VI) != vi)
+			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
 		r = recv ? recv_done(vi, out) : send_done(vi, out);
 		if (r != VIP_NOT_DONE)
 			return r;
@@ -439,8 +441,6 @@ static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 			vd_cpu_relax();
 			continue;
 		}
-		if (vd_obj_lookup(vd_obj_handle(vi), VD_OBJ_VI) != vi)
-			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
 		if (queue_sleep(vi, recv, deadline) == -ETIMEDOUT)
 			return VIP_TIMEOUT;
 	}

@@ -75,6 +75,8 @@ struct vd_shm_cq {
 	int memfd;
 	struct vd_cq_ring *ring;
 	size_t len;
+	_Atomic int sleepers;               /* threads inside cq_sleep */
+	_Atomic bool closing;
 };
 
 /* ---- service thread (shm_service.c) ---------------------------------------

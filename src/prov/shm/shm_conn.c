@@ -23,19 +23,11 @@
 #define VD_SHM_MAX_PIO (64u << 20)
 #define VD_SHM_CONFIRM_NS 5000000000ull   /* requester answers at once */
 #define VD_SHM_RETRY_NS 2000000ull        /* reconnect pace, no listener */
-#define VD_SHM_SLICE_NS 10000000ull       /* a waiter re-sweeps this often */
 #define VD_SHM_PROBE_VAL 0x70726f62u      /* "prob" */
 
 /* The peer writes this word (with its own value) to prove it may use
  * process_vm_writev on us. */
 static uint32_t vd_shm_probe_word = VD_SHM_PROBE_VAL;
-
-static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
-{
-	uint64_t m = a < b ? a : b;
-
-	return m < c ? m : c;
-}
 
 /* ---- the connection region ----------------------------------------------------- */
 
@@ -695,7 +687,7 @@ static int timed_out(const struct vd_shm_pend *p)
 
 static void pause_until(const struct vd_shm_pend *p, uint64_t until)
 {
-	uint64_t now = vd_now_ns(), t = min3(until, p->deadline, now + 100000000ull);
+	uint64_t now = vd_now_ns(), t = vd_shm_min3(until, p->deadline, now + 100000000ull);
 
 	if (p->requester && p->sock < 0 && p->next_try < t)
 		t = p->next_try;
@@ -709,11 +701,11 @@ static void pause_until(const struct vd_shm_pend *p, uint64_t until)
 
 /* Advance p until it connects (0), fails (-errno) or `until` passes
  * (-EINPROGRESS).  The caller set p->busy. */
-static int pend_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t until)
+int vd_shm_pend_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t until)
 {
 	for (;;) {
-		int err = p->requester ? req_step(p) : acc_step(nx, p, min3(until, p->deadline,
-									  vd_now_ns() + 100000000ull));
+		uint64_t slice = vd_shm_min3(until, p->deadline, vd_now_ns() + 100000000ull);
+		int err = p->requester ? req_step(p) : acc_step(nx, p, slice);
 		uint64_t now;
 
 		if (err != -EAGAIN)
@@ -730,7 +722,7 @@ static int pend_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t unt
 }
 
 /* Give back what a set-up holds; the record itself stays. */
-static void pend_release(struct vd_shm_pend *p, bool vi_alive)
+void vd_shm_pend_release(struct vd_shm_pend *p, bool vi_alive)
 {
 	if (p->sock >= 0)
 		close(p->sock);
@@ -745,7 +737,7 @@ static void pend_release(struct vd_shm_pend *p, bool vi_alive)
 
 void vd_shm_pend_free(struct vd_shm_pend *p, bool vi_alive)
 {
-	pend_release(p, vi_alive);
+	vd_shm_pend_release(p, vi_alive);
 	free(p);
 }
 
@@ -761,17 +753,6 @@ static struct vd_shm_pend *pend_new(struct vd_vi *vi, uint16_t type, int timeout
 	p->deadline = vd_shm_deadline(timeout_ms);
 	p->sock = p->region_fd = -1;
 	return p;
-}
-
-/* NIC lock held. */
-static struct vd_shm_pend *pend_find(struct vd_shm_nicx *nx, const struct vd_vi *vi)
-{
-	for (struct vd_list *it = nx->pend.next; it != &nx->pend; it = it->next) {
-		struct vd_shm_pend *p = vd_container_of(it, struct vd_shm_pend, link);
-		if (p->vi == vi)
-			return p;
-	}
-	return NULL;
 }
 
 static void pend_add_busy(struct vd_shm_nicx *nx, struct vd_shm_pend *p)
@@ -805,7 +786,7 @@ static int pend_run(struct vd_shm_nicx *nx, struct vd_shm_pend *p)
 
 	pend_add_busy(nx, p);
 	do
-		res = pend_step(nx, p, VD_SHM_FOREVER);
+		res = vd_shm_pend_step(nx, p, VD_SHM_FOREVER);
 	while (res == -EINPROGRESS && !is_cancelled(nx, p));
 	if (res == -EINPROGRESS)
 		res = -ECONNREFUSED;    /* the VI was disconnected meanwhile */
@@ -969,7 +950,7 @@ int vd_shm_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 		return err;
 	}
 	pthread_mutex_lock(&nx->pub.lock);
-	old = pend_find(nx, vi);        /* left by a VI disconnected while pending */
+	old = vd_shm_pend_find(nx, vi);        /* left by a VI disconnected while pending */
 	if (old && !old->busy)
 		vd_list_del(&old->link);
 	else
@@ -981,169 +962,7 @@ int vd_shm_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 	return 0;
 }
 
-/* A record whose VI was destroyed or left CONNECT_PENDING (disconnect of
- * a VI without a connection does not reach the provider). */
-static bool pend_stale(const struct vd_shm_pend *p)
-{
-	void *h = (void *)(uintptr_t)p->vi_bits;
-
-	return vd_obj_lookup(h, VD_OBJ_VI) != p->vi ||
-	       atomic_load(&p->vi->state) != VIP_STATE_CONNECT_PENDING;
-}
-
-static bool sweep_eligible(const struct vd_shm_pend *p)
-{
-	return p->sweepable && !p->busy && !p->finished && !p->cancelled;
-}
-
-/* NIC lock held: mark the sweepable records this call will step, the
- * caller's own first (it must never be crowded out). */
-static unsigned sweep_collect(struct vd_shm_nicx *nx, const struct vd_vi *own,
-			      struct vd_shm_pend **set, unsigned room, struct vd_list *stale)
-{
-	struct vd_shm_pend *mine = pend_find(nx, own);
-	struct vd_list *it, *next;
-	unsigned n = 0;
-
-	if (mine && sweep_eligible(mine)) {
-		mine->busy = true;
-		set[n++] = mine;
-	}
-	for (it = nx->pend.next; it != &nx->pend; it = next) {
-		struct vd_shm_pend *p = vd_container_of(it, struct vd_shm_pend, link);
-
-		next = it->next;
-		if (!sweep_eligible(p))
-			continue;
-		if (pend_stale(p) && !p->c) {
-			vd_list_del(&p->link);
-			vd_list_add(stale, &p->link);
-		} else if (n < room) {
-			p->busy = true;
-			set[n++] = p;
-		}
-	}
-	return n;
-}
-
-/* NIC lock held.  Connected: the record goes (the core asks no more).
- * Failed: it waits for its owner's next progress call. */
-static void sweep_settle(struct vd_shm_pend *p, int res)
-{
-	p->busy = false;
-	if (res == -EINPROGRESS)
-		return;
-	p->finished = true;
-	p->result = res;
-	if (!res)
-		vd_list_del(&p->link);
-}
-
-/* Step every pending peer set-up of the NIC: others without waiting, the
- * caller's own (own) until `until`. */
-static void sweep(struct vd_shm_nicx *nx, struct vd_vi *own, uint64_t until)
-{
-	struct vd_shm_pend *set[64];
-	int res[64];
-	struct vd_list stale;
-	unsigned n;
-
-	vd_list_init(&stale);
-	pthread_mutex_lock(&nx->pub.lock);
-	n = sweep_collect(nx, own, set, 64, &stale);
-	pthread_mutex_unlock(&nx->pub.lock);
-	while (stale.next != &stale) {
-		struct vd_shm_pend *p = vd_container_of(stale.next, struct vd_shm_pend, link);
-		vd_list_del(&p->link);
-		vd_shm_pend_free(p, false);
-	}
-	for (unsigned i = n; i-- > 0;) {       /* the caller's own (set[0]) last */
-		res[i] = pend_step(nx, set[i], set[i]->vi == own ? until : 0);
-		if (res[i] && res[i] != -EINPROGRESS)
-			pend_release(set[i], true);
-	}
-	pthread_mutex_lock(&nx->pub.lock);
-	for (unsigned i = 0; i < n; i++) {
-		sweep_settle(set[i], res[i]);
-		if (!res[i])
-			free(set[i]);
-	}
-	pthread_cond_broadcast(&nx->cond);
-	pthread_mutex_unlock(&nx->pub.lock);
-}
-
-/* NIC lock held.  Own record: -EINPROGRESS (go on), or its outcome. */
-static int peer_collect(struct vd_shm_nicx *nx, struct vd_vi *vi, uint64_t until,
-			VIP_VI_ATTRIBUTES *attrs)
-{
-	struct vd_shm_pend *p = pend_find(nx, vi);
-	struct timespec ts;
-	int res;
-
-	if (!p) {
-		struct vd_shm_conn *c = vi->conn;
-		if (!c || atomic_load(&vi->state) != VIP_STATE_CONNECTED)
-			return -EINVAL;
-		if (attrs)
-			*attrs = c->peer_attrs;
-		return 0;
-	}
-	if (p->finished) {
-		res = p->result;
-		vd_list_del(&p->link);
-		vd_shm_pend_free(p, true);
-		return res;
-	}
-	if (p->busy) {                  /* another waiter is stepping it */
-		until = min3(until, vd_now_ns() + VD_SHM_SLICE_NS, VD_SHM_FOREVER);
-		ts.tv_sec = (time_t)(until / 1000000000u);
-		ts.tv_nsec = (long)(until % 1000000000u);
-		pthread_cond_timedwait(&nx->cond, &nx->pub.lock, &ts);
-	}
-	return -EINPROGRESS;
-}
-
-int vd_shm_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *attrs)
-{
-	struct vd_shm_nicx *nx = vd_shm_nicx(vi->nic);
-	uint64_t until = vd_shm_deadline(timeout_ms);
-	bool swept = false;
-	int err;
-
-	for (;;) {
-		pthread_mutex_lock(&nx->pub.lock);
-		err = peer_collect(nx, vi, until, attrs);
-		pthread_mutex_unlock(&nx->pub.lock);
-		if (err != -EINPROGRESS)
-			return err;
-		if (swept && vd_now_ns() >= until)
-			return -EINPROGRESS;
-		sweep(nx, vi, min3(until, vd_now_ns() + VD_SHM_SLICE_NS, VD_SHM_FOREVER));
-		swept = true;
-	}
-}
-
 /* ---- VipDisconnect ------------------------------------------------------------------------ */
-
-/* Drop vi's set-up in progress, waiting for a thread stepping it. */
-static void pend_cancel(struct vd_shm_nicx *nx, struct vd_vi *vi)
-{
-	struct vd_shm_pend *p;
-
-	pthread_mutex_lock(&nx->pub.lock);
-	while ((p = pend_find(nx, vi)) != NULL) {
-		if (p->busy) {
-			p->cancelled = true;
-			pthread_cond_wait(&nx->cond, &nx->pub.lock);
-			continue;
-		}
-		vd_list_del(&p->link);
-		pthread_mutex_unlock(&nx->pub.lock);
-		vd_shm_pend_free(p, true);
-		pthread_mutex_lock(&nx->pub.lock);
-	}
-	pthread_mutex_unlock(&nx->pub.lock);
-}
 
 /* A sleeper of the data path that read vi->conn before we cleared it may
  * be on its way into futex_wait on these words.  Changing them first
@@ -1161,7 +980,7 @@ void vd_shm_disconnect(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c;
 
-	pend_cancel(vd_shm_nicx(vi->nic), vi);
+	vd_shm_pend_cancel(vd_shm_nicx(vi->nic), vi);
 	c = vi->conn;
 	if (!c)
 		return;

@@ -37,7 +37,8 @@
  *   -ETIMEDOUT     VIP_TIMEOUT     a waiter took the request, nobody
  *                                  answered in time (or accept found the
  *                                  requester gone)
- *   -ECONNREFUSED  VIP_REJECT      rejected
+ *   -ECONNREFUSED  VIP_REJECT      rejected, or the acceptor went away
+ *                                  after taking the request
  *   -ENOENT        VIP_NO_MATCH    no matching waiter during the timeout
  *   -EHOSTUNREACH  VIP_NOT_REACHABLE  remote host is not this node
  *   -EPROTO, -EINVAL, -EADDRINUSE  VIP_INVALID_PARAMETER (EADDRINUSE:
@@ -246,7 +247,26 @@ int vd_shm_claim(struct vd_shm_nicx *nx, struct vd_shm_listener *l,
 		 struct vd_conn_req **out);
 void vd_shm_req_free(struct vd_conn_req *r);
 
+static inline uint64_t vd_shm_min3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+#define VD_SHM_SLICE_NS 10000000ull     /* a peer waiter re-sweeps this often */
+
+/* NIC lock held: vi's pending set-up, or NULL. */
+struct vd_shm_pend *vd_shm_pend_find(struct vd_shm_nicx *nx, const struct vd_vi *vi);
+/* Drop vi's set-up in progress (waits for a thread stepping it). */
+void vd_shm_pend_cancel(struct vd_shm_nicx *nx, struct vd_vi *vi);
+
 /* ---- shm_conn.c ---------------------------------------------------------------- */
+/* Advance p until it connects (0), fails (-errno) or `until` passes
+ * (-EINPROGRESS).  The caller set p->busy. */
+int vd_shm_pend_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t until);
+/* Give back what a set-up holds; the record itself stays. */
+void vd_shm_pend_release(struct vd_shm_pend *p, bool vi_alive);
 /* Drop a pending set-up's sockets and mappings; with vi_alive, also undo
  * what it did to the VI (vi->conn, offered receives). */
 void vd_shm_pend_free(struct vd_shm_pend *p, bool vi_alive);

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sched.h>
 
 #include "prov/shm/shm.h"
 
@@ -74,6 +75,8 @@ fail:
 	return err;
 }
 
+/* Called with cq->lock held.  Sleepers are woken (the word changes, so
+ * none can miss it) and waited for before the ring is unmapped. */
 void vd_shm_cq_close(struct vd_cq *cq)
 {
 	struct vd_shm_cq *sc = cq->prov;
@@ -81,6 +84,11 @@ void vd_shm_cq_close(struct vd_cq *cq)
 	if (!sc)
 		return;
 	cq->prov = NULL;
+	atomic_store(&sc->closing, true);
+	atomic_fetch_add(&sc->ring->p.write, 1);
+	vd_futex_wake(&sc->ring->p.write);
+	while (atomic_load(&sc->sleepers))
+		sched_yield();
 	munmap(sc->ring, sc->len);
 	close(sc->memfd);
 	free(sc);
@@ -151,22 +159,27 @@ int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *bits, bool *recv)
 
 int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline)
 {
-	struct vd_shm_cq *sc = cq->prov;
+	struct vd_shm_cq *sc;
 	struct vd_cq_ring *r;
 	uint32_t w;
-	int err;
+	int err = 0;
 
+	/* Registered under the lock, so vd_shm_cq_close (which holds it)
+	 * either runs before -- prov is NULL -- or waits for us. */
+	pthread_mutex_lock(&cq->lock);
+	sc = cq->prov;
+	if (sc)
+		atomic_fetch_add(&sc->sleepers, 1);
+	pthread_mutex_unlock(&cq->lock);
 	if (!sc)
 		return 0;
 	r = sc->ring;
 	/* seq_cst RMW pairs with the producer's fence in vd_cq_ring_push. */
 	atomic_fetch_add(&r->c.waiting, 1);
 	w = atomic_load(&r->p.write);
-	if (w != atomic_load(&r->c.read)) {
-		atomic_fetch_sub(&r->c.waiting, 1);
-		return 0;
-	}
-	err = vd_futex_wait(&r->p.write, w, deadline);
+	if (w == atomic_load(&r->c.read) && !atomic_load(&sc->closing))
+		err = vd_futex_wait(&r->p.write, w, deadline);
 	atomic_fetch_sub(&r->c.waiting, 1);
+	atomic_fetch_sub(&sc->sleepers, 1);
 	return err;
 }

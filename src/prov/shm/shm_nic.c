@@ -9,6 +9,9 @@
  * read goes on the listener's queue, and each waiter claims its own.  One
  * waiter at a time polls the socket (l->polling); the others sleep on
  * l->cond and re-check the queue after each polling round.
+ *
+ * Also here: the NIC's pending peer-to-peer set-ups, which every
+ * VipConnectPeerDone/Wait on the NIC advances together ("sweeps").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -575,6 +578,181 @@ int vd_shm_claim(struct vd_shm_nicx *nx, struct vd_shm_listener *l,
 	}
 	pthread_mutex_unlock(&nx->pub.lock);
 	return err;
+}
+
+/* ---- pending set-ups of the NIC (peer to peer) --------------------------------------- */
+
+/* NIC lock held. */
+struct vd_shm_pend *vd_shm_pend_find(struct vd_shm_nicx *nx, const struct vd_vi *vi)
+{
+	for (struct vd_list *it = nx->pend.next; it != &nx->pend; it = it->next) {
+		struct vd_shm_pend *p = vd_container_of(it, struct vd_shm_pend, link);
+		if (p->vi == vi)
+			return p;
+	}
+	return NULL;
+}
+
+/* A record whose VI was destroyed or left CONNECT_PENDING (disconnect of
+ * a VI without a connection does not reach the provider). */
+static bool pend_stale(const struct vd_shm_pend *p)
+{
+	void *h = (void *)(uintptr_t)p->vi_bits;
+
+	return vd_obj_lookup(h, VD_OBJ_VI) != p->vi ||
+	       atomic_load(&p->vi->state) != VIP_STATE_CONNECT_PENDING;
+}
+
+static bool sweep_eligible(const struct vd_shm_pend *p)
+{
+	return p->sweepable && !p->busy && !p->finished && !p->cancelled;
+}
+
+/* NIC lock held: mark the sweepable records this call will step, the
+ * caller's own first (it must never be crowded out). */
+static unsigned sweep_collect(struct vd_shm_nicx *nx, const struct vd_vi *own,
+			      struct vd_shm_pend **set, unsigned room, struct vd_list *stale)
+{
+	struct vd_shm_pend *mine = vd_shm_pend_find(nx, own);
+	struct vd_list *it, *next;
+	unsigned n = 0;
+
+	if (mine && sweep_eligible(mine)) {
+		mine->busy = true;
+		set[n++] = mine;
+	}
+	for (it = nx->pend.next; it != &nx->pend; it = next) {
+		struct vd_shm_pend *p = vd_container_of(it, struct vd_shm_pend, link);
+
+		next = it->next;
+		if (!sweep_eligible(p))
+			continue;
+		if (pend_stale(p) && !p->c) {
+			vd_list_del(&p->link);
+			vd_list_add(stale, &p->link);
+		} else if (n < room) {
+			p->busy = true;
+			set[n++] = p;
+		}
+	}
+	return n;
+}
+
+/* NIC lock held.  Connected: the record goes (the core asks no more).
+ * Failed: it waits for its owner's next progress call. */
+static void sweep_settle(struct vd_shm_pend *p, int res)
+{
+	p->busy = false;
+	if (res == -EINPROGRESS)
+		return;
+	p->finished = true;
+	p->result = res;
+	if (!res)
+		vd_list_del(&p->link);
+}
+
+/* Step every pending peer set-up of the NIC: others without waiting, the
+ * caller's own (own) until `until`. */
+static void sweep(struct vd_shm_nicx *nx, struct vd_vi *own, uint64_t until)
+{
+	struct vd_shm_pend *set[64];
+	int res[64];
+	struct vd_list stale;
+	unsigned n;
+
+	vd_list_init(&stale);
+	pthread_mutex_lock(&nx->pub.lock);
+	n = sweep_collect(nx, own, set, 64, &stale);
+	pthread_mutex_unlock(&nx->pub.lock);
+	while (stale.next != &stale) {
+		struct vd_shm_pend *p = vd_container_of(stale.next, struct vd_shm_pend, link);
+		vd_list_del(&p->link);
+		vd_shm_pend_free(p, false);
+	}
+	for (unsigned i = n; i-- > 0;) {       /* the caller's own (set[0]) last */
+		res[i] = vd_shm_pend_step(nx, set[i], set[i]->vi == own ? until : 0);
+		if (res[i] && res[i] != -EINPROGRESS)
+			vd_shm_pend_release(set[i], true);
+	}
+	pthread_mutex_lock(&nx->pub.lock);
+	for (unsigned i = 0; i < n; i++) {
+		sweep_settle(set[i], res[i]);
+		if (!res[i])
+			free(set[i]);
+	}
+	pthread_cond_broadcast(&nx->cond);
+	pthread_mutex_unlock(&nx->pub.lock);
+}
+
+/* NIC lock held.  Own record: -EINPROGRESS (go on), or its outcome. */
+static int peer_collect(struct vd_shm_nicx *nx, struct vd_vi *vi, uint64_t until,
+			VIP_VI_ATTRIBUTES *attrs)
+{
+	struct vd_shm_pend *p = vd_shm_pend_find(nx, vi);
+	struct timespec ts;
+	int res;
+
+	if (!p) {
+		struct vd_shm_conn *c = vi->conn;
+		if (!c || atomic_load(&vi->state) != VIP_STATE_CONNECTED)
+			return -EINVAL;
+		if (attrs)
+			*attrs = c->peer_attrs;
+		return 0;
+	}
+	if (p->finished) {
+		res = p->result;
+		vd_list_del(&p->link);
+		vd_shm_pend_free(p, true);
+		return res;
+	}
+	if (p->busy) {                  /* another waiter is stepping it */
+		until = vd_shm_min3(until, vd_now_ns() + VD_SHM_SLICE_NS, VD_SHM_FOREVER);
+		ts.tv_sec = (time_t)(until / 1000000000u);
+		ts.tv_nsec = (long)(until % 1000000000u);
+		pthread_cond_timedwait(&nx->cond, &nx->pub.lock, &ts);
+	}
+	return -EINPROGRESS;
+}
+
+int vd_shm_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *attrs)
+{
+	struct vd_shm_nicx *nx = vd_shm_nicx(vi->nic);
+	uint64_t until = vd_shm_deadline(timeout_ms);
+	bool swept = false;
+	int err;
+
+	for (;;) {
+		pthread_mutex_lock(&nx->pub.lock);
+		err = peer_collect(nx, vi, until, attrs);
+		pthread_mutex_unlock(&nx->pub.lock);
+		if (err != -EINPROGRESS)
+			return err;
+		if (swept && vd_now_ns() >= until)
+			return -EINPROGRESS;
+		sweep(nx, vi, vd_shm_min3(until, vd_now_ns() + VD_SHM_SLICE_NS, VD_SHM_FOREVER));
+		swept = true;
+	}
+}
+
+/* Drop vi's set-up in progress, waiting for a thread stepping it. */
+void vd_shm_pend_cancel(struct vd_shm_nicx *nx, struct vd_vi *vi)
+{
+	struct vd_shm_pend *p;
+
+	pthread_mutex_lock(&nx->pub.lock);
+	while ((p = vd_shm_pend_find(nx, vi)) != NULL) {
+		if (p->busy) {
+			p->cancelled = true;
+			pthread_cond_wait(&nx->cond, &nx->pub.lock);
+			continue;
+		}
+		vd_list_del(&p->link);
+		pthread_mutex_unlock(&nx->pub.lock);
+		vd_shm_pend_free(p, true);
+		pthread_mutex_lock(&nx->pub.lock);
+	}
+	pthread_mutex_unlock(&nx->pub.lock);
 }
 
 /* ---- NIC --------------------------------------------------------------------------- */
