@@ -30,6 +30,7 @@
 #define NR_CREDIT_RECVS 8       /* sender's receives for credit messages */
 #define NR_SENDS 8              /* send descriptors in flight at most */
 #define SMALL_BUF 64
+#define MIN_BW_SIZE 4096        /* never skip sizes below this */
 
 struct bw_case_info {
 	const char *name;
@@ -284,6 +285,7 @@ static int send_run_fc(struct bw_side *s, size_t size, int nmsg)
 static int raw_run(struct bw_side *s, size_t size, int nmsg, double *mbs)
 {
 	struct bw_out *out = (struct bw_out *)sh->result;
+	/* Acquire: pairs with the server's release store in bw_setup(). */
 	char *dst = (char *)(uintptr_t)atomic_load_explicit(
 		&out->srv_bufs, memory_order_acquire);
 	pid_t server = getppid();
@@ -451,6 +453,7 @@ static void run_bw_case(enum bw_case c)
 
 		memset(out, 0, sizeof(*out));
 		rc = pair_run(bw_server, bw_client, &j, BW_JOB_LIMIT_S);
+		/* The child has exited: waitpid() ordered its last store. */
 		done = (int)atomic_load(&sh->progress);
 		for (int si = first; si < done; si++)
 			collect_point(c, si, &out->pt[si]);
@@ -498,10 +501,25 @@ static void print_bw_row(int si)
 	csv_row("bandwidth", "auto", sizes[si], "dma_share_pct", dma_share[si]);
 }
 
+/* The receiver registers NR_BUFS buffers of the largest size; keep that
+ * within half the memlock budget (the provider registers memory too). */
+static size_t largest_registrable(void)
+{
+	size_t budget = memlock_budget(), max = BW_MAX_SIZE;
+
+	while (budget != SIZE_MAX && max > MIN_BW_SIZE &&
+	       NR_BUFS * max > budget / 2)
+		max /= 2;
+	return max;
+}
+
 void section_bandwidth(void)
 {
+	size_t max = largest_registrable();
+	char label[32];
+
 	res.nr_bw_sizes = 0;
-	while (res.nr_bw_sizes < nr_sizes && sizes[res.nr_bw_sizes] <= BW_MAX_SIZE)
+	while (res.nr_bw_sizes < nr_sizes && sizes[res.nr_bw_sizes] <= max)
 		res.nr_bw_sizes++;
 	for (int si = 0; si < MAX_SIZES; si++) {
 		for (int c = 0; c < NR_BW_CASES; c++)
@@ -517,6 +535,9 @@ void section_bandwidth(void)
 	       "    with an untimed warm-up run. MB/s = 10^6 bytes/s, median of "
 	       "%d runs\n", opt.bw_bytes / MIB,
 	       opt.bw_min_msgs, NR_BUFS, CREDIT_BATCH, opt.bw_runs);
+	if (max < BW_MAX_SIZE)
+		printf("  sizes above %s skipped: RLIMIT_MEMLOCK without "
+		       "CAP_IPC_LOCK\n", size_label(max, label, sizeof(label)));
 	for (int c = 0; c < NR_BW_CASES; c++)
 		run_bw_case((enum bw_case)c);
 	printf("  %-9s %9s %9s %9s %9s %9s %8s %8s\n", "size", "PIO", "DMA",

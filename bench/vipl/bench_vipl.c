@@ -173,6 +173,16 @@ static void describe_memlock(char *desc, size_t len)
 			 1024, cap ? " (ignored: CAP_IPC_LOCK)" : "");
 }
 
+size_t memlock_budget(void)
+{
+	struct rlimit rl;
+
+	if (has_cap_ipc_lock() || getrlimit(RLIMIT_MEMLOCK, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	return (size_t)rl.rlim_cur;
+}
+
 /* 256 connections take a few descriptors each, on both sides. */
 static void raise_nofile(char *desc, size_t len)
 {
@@ -371,9 +381,9 @@ static void set_repetitions(void)
 	opt.runs = opt.quick ? 5 : 11;
 	opt.lat_iters = opt.quick ? 2000 : 10000;
 	opt.lat_wait_iters = opt.quick ? 1000 : 5000;
-	opt.bw_runs = opt.quick ? 1 : 3;
-	opt.bw_bytes = opt.quick ? 2 * MIB : 10 * MIB;
-	opt.bw_min_msgs = opt.quick ? 4 : 8;
+	opt.bw_runs = 3;
+	opt.bw_bytes = opt.quick ? 1 * MIB : 10 * MIB;
+	opt.bw_min_msgs = 8;
 	opt.cq_runs = opt.quick ? 3 : 5;
 	opt.cq_window_s = opt.quick ? 0.1 : 0.25;
 	opt.cq_max_conns = 256;

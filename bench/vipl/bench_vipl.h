@@ -198,6 +198,10 @@ void samples_add(struct samples *s, double x);
 double samples_median(const struct samples *s);
 double samples_min(const struct samples *s);
 
+/* Bytes this process may register: SIZE_MAX with CAP_IPC_LOCK or an
+ * unlimited RLIMIT_MEMLOCK (bench_vipl.c). */
+size_t memlock_budget(void);
+
 /* ---- the experiments -------------------------------------------------------- */
 void section_limits(void);     /* limits.c */
 void section_latency(void);    /* latency.c */

@@ -421,6 +421,27 @@ static void run_cq_point(int pi)
 	       res.cq_rps[CQ_WAIT][pi]);
 }
 
+/* N = 1 waits out every round trip, so the target compares against it;
+ * the best N shows how much of the peak survives at the largest N. */
+static void print_scaling(void)
+{
+	int last = res.nr_cq - 1;
+
+	if (last < 1)
+		return;
+	for (int c = 0; c < NR_CQ_CASES; c++) {
+		double best = 0;
+
+		for (int pi = 0; pi < res.nr_cq; pi++)
+			if (res.cq_rps[c][pi] > best)
+				best = res.cq_rps[c][pi];
+		printf("  %s: N=%d is %.2fx N=1 and %.2fx the best N\n",
+		       c == CQ_POLL ? "VipCQDone" : "VipCQWait", res.cq_n[last],
+		       res.cq_rps[c][last] / res.cq_rps[c][0],
+		       res.cq_rps[c][last] / best);
+	}
+}
+
 void section_cq(void)
 {
 	res.nr_cq = 0;
@@ -435,4 +456,5 @@ void section_cq(void)
 	       "VipCQWait req/s");
 	for (int pi = 0; pi < res.nr_cq; pi++)
 		run_cq_point(pi);
+	print_scaling();
 }

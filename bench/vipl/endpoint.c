@@ -145,7 +145,9 @@ int ep_connect(struct ep *e, VIP_VI_HANDLE vi)
 			return 0;
 		if (r != VIP_NO_MATCH && r != VIP_TIMEOUT)
 			break;
-		if (should_stop() || now_ns() > give_up)
+		if (should_stop())
+			return -1; /* the server failed and said why */
+		if (now_ns() > give_up)
 			break;
 	}
 	return vip_fail("VipConnectRequest", r);

@@ -51,6 +51,7 @@ double busy_ping(enum role role, uint64_t *seq, int iters)
 		} else {
 			if (!spin_for(*seq + 1))
 				return NAN;
+			/* Release: pairs with the client's spin_for(). */
 			atomic_store_explicit(&sh->ping, *seq + 2,
 					      memory_order_release);
 		}

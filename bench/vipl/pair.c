@@ -147,6 +147,8 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
+/* Before the fork: no other process uses the block yet, and fork() orders
+ * these stores before anything the child does. */
 static void reset_shared(void)
 {
 	atomic_store(&sh->ping, 0);

@@ -151,7 +151,7 @@ def plot_bandwidth(ax, data):
 
 
 def plot_ratio(ax, data):
-    title = "AUTO / raw process_vm_writev (per-run pairs)"
+    title = "AUTO / raw process_vm_writev into the same buffers"
     xs, ys = series(data, "bandwidth", "auto", "ratio_raw")
     if not xs:
         return no_data(ax, title)
@@ -184,6 +184,8 @@ def plot_cq(ax, data):
         ax.axhline(CQ_TARGET * ys[0] / 1e3, color=color, linestyle=":", linewidth=0.8,
                    label="0.9 x N=1 (%s)" % case)
     ax.set_xscale("log", base=2)
+    ns = sorted({n for c in CQ_CASES for n in data.get(("cq", c[0], "req_per_s"), {})})
+    ax.set_xticks(ns)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "%d" % v))
     ax.set_xlabel("connections (VIs on one CQ)")
     ax.set_ylabel("thousand requests/s")

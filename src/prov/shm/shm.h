@@ -56,6 +56,7 @@ struct vd_shm_conn {
 	uint32_t rx_xfer_read;              /* rq lock: private mirror */
 	uint32_t rx_cookie_write;           /* rq lock: private mirror */
 	uint32_t rx_cookie_read_lazy;       /* rq lock */
+	uint32_t rx_cookie_taken;           /* rq lock: cookies used so far */
 	uint32_t peer_rcq_cap;              /* validated copy of the ring's */
 
 	_Atomic bool broken;                /* set once; no more transfers */
@@ -136,6 +137,9 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
  * reliability level.  Returns the sender's status bits. */
 uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
 			   enum vd_shm_notice why);
+
+/* Publish a filled transfer slot (stamp last, then the tripwire word). */
+void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x);
 
 /* ---- futex (shm_xfer.c) ----------------------------------------------------- */
 int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);

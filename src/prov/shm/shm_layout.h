@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
-#define VD_SHM_VERSION 1u
+#define VD_SHM_VERSION 2u
 #define VD_CACHELINE 64
 
 #define VD_SHM_DEPTH 256u               /* cookie and transfer slots */
@@ -64,21 +64,28 @@ static_assert(sizeof(struct vd_shm_cookie) == 288, "cookie layout");
 #define VD_XF_RING 0x2u         /* payload in the pio ring at ring_off */
 #define VD_XF_DMA 0x4u          /* payload already in the receive buffer */
 
-/* One completed receive descriptor, announced by the sender. */
+/* One completed receive descriptor, announced by the sender.  The
+ * receiver polls `stamp` (the transfer's index + 1, mod 2^16, stored last
+ * with release), so noticing a message touches only this cache line:
+ * a message of up to 40 bytes travels in exactly one line. */
 struct vd_shm_xfer {
-	uint32_t seq;                   /* must equal the receiver's next */
+	uint32_t seq;                   /* the cookie it consumes (index) */
 	uint32_t length;                /* bytes for this descriptor */
 	uint32_t imm;                   /* immediate data */
 	uint32_t status;                /* VIP_STATUS_OP_*, IMMEDIATE, errors,
 	                                 * VIADUCT_STATUS_MORE */
 	uint32_t ring_off;              /* VD_XF_RING: offset in the ring */
 	uint16_t flags;                 /* VD_XF_* */
-	uint16_t inl_len;
-	uint8_t inl[VD_SHM_INLINE];
+	_Atomic uint16_t stamp;         /* written last */
+	uint8_t inl[VD_SHM_INLINE];     /* VD_XF_INLINE: `length` bytes */
 };
 static_assert(sizeof(struct vd_shm_xfer) == 64, "xfer slot layout");
 
-/* vd_shm_dir.rx_flags (written by the receiver) */
+/* vd_shm_xfer.flags: VD_XF_UNCHECKED -- the sender did not read the
+ * cookie (inline data, no splitting, not Reliable Reception): the
+ * receiver checks the length against its descriptor itself. */
+#define VD_XF_UNCHECKED 0x8u
+
 #define VD_RXF_SPLIT 0x1u       /* VIADUCT_VI_SPLIT_RECV */
 #define VD_RXF_RDMA_WRITE 0x2u  /* receiving VI allows RDMA write */
 #define VD_RXF_RDMA_READ 0x4u   /* receiving VI allows RDMA read */
@@ -86,37 +93,48 @@ static_assert(sizeof(struct vd_shm_xfer) == 64, "xfer slot layout");
 /* One direction: "sender" S sends, "receiver" R receives.  R is also the
  * target of S's RDMA, so R's RDMA permissions live here. */
 struct vd_shm_dir {
-	/* written by R */
+	/* written by R at every posted receive */
 	VD_LINE(struct {
-		_Atomic uint32_t cookie_write;  /* cookies published */
-		_Atomic uint32_t rx_flags;      /* VD_RXF_* */
-		_Atomic uint32_t rx_ptag;       /* R's VI ptag id, 0 = any */
-		_Atomic uint32_t recv_waiting;  /* R sleeps on xfer_write */
+		_Atomic uint32_t cookie_write;  /* cookies published; S's futex
+		                                 * word under flow control */
 	}) r;
-	/* written by R */
+	/* written by R at every completed receive; S reads them lazily */
 	VD_LINE(struct {
 		_Atomic uint32_t xfer_read;     /* xfers consumed */
 		_Atomic uint32_t ring_read;     /* pio ring bytes released */
 	}) r2;
-	/* written by S; xfer_write is R's futex word (the tripwire) */
+	/* written by R rarely: S reads these at every send, so they must not
+	 * share a line with anything R writes often */
 	VD_LINE(struct {
-		_Atomic uint32_t xfer_write;    /* xfers published */
+		_Atomic uint32_t rx_flags;      /* VD_RXF_* */
+		_Atomic uint32_t rx_ptag;       /* R's VI ptag id, 0 = any */
+	}) ra;
+	/* written by R only around a sleep */
+	VD_LINE(struct {
+		_Atomic uint32_t recv_waiting;  /* R sleeps on s.xfer_write */
+	}) rw;
+	/* written by S at every send; R reads them only to sleep */
+	VD_LINE(struct {
+		_Atomic uint32_t xfer_write;    /* xfers published; R's futex
+		                                 * word (the tripwire) */
 		_Atomic uint32_t cq_announced;  /* xfers announced on R's CQ */
 	}) s;
-	/* written by S */
+	/* written by S; R reads them lazily */
 	VD_LINE(struct {
-		_Atomic uint32_t cookie_read;   /* cookies consumed; R's futex
-		                                 * word when R... (unused) */
-		_Atomic uint32_t send_waiting;  /* S sleeps on cookie_write */
+		_Atomic uint32_t cookie_read;   /* cookies consumed */
 		_Atomic uint32_t rdma_active;   /* TPT handle S is accessing in
 		                                 * R's memory, 0 = none */
 	}) s2;
+	/* written by S only around a sleep */
+	VD_LINE(struct {
+		_Atomic uint32_t send_waiting;  /* S sleeps on r.cookie_write */
+	}) sw;
 	uint32_t off_cookies;           /* from the region start */
 	uint32_t off_xfers;
 	uint32_t off_ring;
 	uint32_t reserved[13];
 };
-static_assert(sizeof(struct vd_shm_dir) == 5 * VD_CACHELINE, "dir layout");
+static_assert(sizeof(struct vd_shm_dir) == 8 * VD_CACHELINE, "dir layout");
 
 struct vd_shm_region {
 	uint32_t magic;

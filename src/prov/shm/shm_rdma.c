@@ -29,8 +29,8 @@ static int rdma_permitted(struct vd_shm_conn *c, VIP_MEM_HANDLE h, uint64_t addr
 			  uint64_t len, bool write)
 {
 	/* Acquire pairs with publish_rx_attrs()'s release stores. */
-	uint32_t f = atomic_load_explicit(&c->tx->r.rx_flags, memory_order_acquire);
-	uint32_t ptag = atomic_load_explicit(&c->tx->r.rx_ptag, memory_order_acquire);
+	uint32_t f = atomic_load_explicit(&c->tx->ra.rx_flags, memory_order_acquire);
+	uint32_t ptag = atomic_load_explicit(&c->tx->ra.rx_ptag, memory_order_acquire);
 
 	if (!(f & (write ? VD_RXF_RDMA_WRITE : VD_RXF_RDMA_READ)))
 		return -EACCES;
@@ -70,7 +70,6 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 {
 	uint32_t avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
 	struct vd_shm_xfer *x;
-	struct vd_shm_cookie *ck;
 
 	*deferred = false;
 	if (avail == 0) {
@@ -82,16 +81,12 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 	if (avail == 0 || avail > c->depth)
 		return -ENOSPC;
 	x = &c->tx_xfers[c->tx_xfer_write & (c->depth - 1)];
-	ck = &c->tx_cookies[c->tx_cookie_read & (c->depth - 1)];
-	x->seq = ck->seq;
+	x->seq = c->tx_cookie_read;
 	x->length = length;
 	x->imm = imm;
 	x->status = op_status;
 	x->flags = 0;
-	x->inl_len = 0;
-	/* Release pairs with the receiver's acquire of xfer_write. */
-	c->tx_xfer_write++;
-	atomic_store_explicit(&c->tx->s.xfer_write, c->tx_xfer_write, memory_order_release);
+	vd_shm_xfer_publish(c, x);
 	c->tx_cookie_read++;
 	atomic_store_explicit(&c->tx->s2.cookie_read, c->tx_cookie_read, memory_order_release);
 	if (c->peer_rcq) {
@@ -100,7 +95,7 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 	}
 	/* Pairs with the fence in vd_shm_recv_sleep's waiter arming. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->tx->r.recv_waiting, memory_order_relaxed)) {
+	if (atomic_load_explicit(&c->tx->rw.recv_waiting, memory_order_relaxed)) {
 		vd_futex_wake(&c->tx->s.xfer_write);
 		vi->stats.wakes_sent++;
 	}

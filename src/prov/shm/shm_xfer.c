@@ -95,8 +95,8 @@ static void publish_rx_attrs(struct vd_vi *vi, struct vd_shm_conn *c)
 		f |= VD_RXF_RDMA_WRITE;
 	if (vi->attrs.EnableRdmaRead)
 		f |= VD_RXF_RDMA_READ;
-	atomic_store_explicit(&c->rx->r.rx_ptag, vi->ptag_id, memory_order_release);
-	atomic_store_explicit(&c->rx->r.rx_flags, f, memory_order_release);
+	atomic_store_explicit(&c->rx->ra.rx_ptag, vi->ptag_id, memory_order_release);
+	atomic_store_explicit(&c->rx->ra.rx_flags, f, memory_order_release);
 }
 
 void vd_shm_conn_ready(struct vd_vi *vi)
@@ -109,6 +109,7 @@ void vd_shm_conn_ready(struct vd_vi *vi)
 	c->tx_ring_read_lazy = c->tx_ring_write = 0;
 	c->rx_xfer_write_lazy = c->rx_xfer_read = 0;
 	c->rx_cookie_write = c->rx_cookie_read_lazy = 0;
+	c->rx_cookie_taken = 0;
 	c->peer_rcq_cap = 0;
 	if (c->peer_rcq) {
 		uint32_t cap = c->peer_rcq->cap;
@@ -188,7 +189,7 @@ static int cookie_snap(struct vd_shm_conn *c, uint32_t k, struct ck_snap *s)
 static int plan_cookies(struct vd_shm_conn *c, uint64_t total, unsigned *n)
 {
 	uint32_t avail = cookies_avail(c);
-	bool split = atomic_load_explicit(&c->tx->r.rx_flags, memory_order_acquire) &
+	bool split = atomic_load_explicit(&c->tx->ra.rx_flags, memory_order_acquire) &
 		     VD_RXF_SPLIT;
 	uint64_t room = 0;
 	struct ck_snap s;
@@ -223,11 +224,13 @@ static struct vd_shm_xfer *xfer_slot(struct vd_shm_conn *c)
 	return &c->tx_xfers[w & (c->depth - 1)];
 }
 
-static void xfer_publish(struct vd_shm_conn *c)
+void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x)
 {
-	/* Release pairs with the receiver's acquire load of xfer_write in
+	/* Release pairs with the receiver's acquire load of the stamp in
 	 * vd_shm_recv_progress(): the slot (and any payload) first. */
+	atomic_store_explicit(&x->stamp, (uint16_t)(c->tx_xfer_write + 1), memory_order_release);
 	c->tx_xfer_write++;
+	/* The tripwire word: read by a receiver that is about to sleep. */
 	atomic_store_explicit(&c->tx->s.xfer_write, c->tx_xfer_write, memory_order_release);
 }
 
@@ -350,45 +353,55 @@ static void break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_not
 	vd_vi_break_locked(vi);
 }
 
-/* One part of a message into one cookie: the payload, then the slot. */
-static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec *src,
-		     unsigned nsrc, uint64_t off, uint32_t len, const struct ck_snap *s,
-		     bool pio, uint32_t status, uint32_t imm)
+/* Payload [off, off+len) of the message into slot x: inline, ring, or
+ * (dma, with the cookie's segments) straight into the receive buffer.
+ * Returns the status bits to add (TRANSPORT_ERROR on a failed copy). */
+static uint32_t move_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_shm_xfer *x,
+			     const struct iovec *src, unsigned nsrc, uint64_t off,
+			     uint32_t len, const struct ck_snap *s, bool pio)
 {
-	struct vd_shm_xfer *x = xfer_slot(c);
 	struct iovec part[VD_MAX_SEGS], rem[VD_MAX_SEGS];
 	unsigned np = iov_slice(src, nsrc, off, len, part);
 	uint32_t roff;
 
+	if (len <= VD_SHM_INLINE && pio) {
+		gather(part, np, x->inl);
+		x->flags |= VD_XF_INLINE;
+		vi->stats.pio_sends++;
+		return 0;
+	}
+	if (pio && ring_alloc(c, len, &roff) == 0) {
+		gather(part, np, c->tx_ring + (roff & (c->pio_bytes - 1)));
+		x->flags |= VD_XF_RING;
+		x->ring_off = roff;
+		vi->stats.pio_sends++;
+		return 0;
+	}
+	x->flags |= VD_XF_DMA;
+	vi->stats.dma_sends++;
+	if (!s)
+		return VIP_STATUS_TRANSPORT_ERROR;  /* callers never do this */
+	unsigned nr = cookie_iov(s, len, rem);
+	ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
+	return n == (ssize_t)len ? 0 : VIP_STATUS_TRANSPORT_ERROR;
+}
+
+/* One part of a message into cookie k: the payload, then the slot. */
+static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec *src,
+		     unsigned nsrc, uint64_t off, uint32_t len, const struct ck_snap *s,
+		     uint32_t k, bool pio, uint32_t status, uint32_t imm)
+{
+	struct vd_shm_xfer *x = xfer_slot(c);
+
 	if (!x)
 		return -EPROTO;
 	x->flags = 0;
-	x->inl_len = 0;
-	if (len <= VD_SHM_INLINE && pio) {
-		gather(part, np, x->inl);
-		x->flags = VD_XF_INLINE;
-		x->inl_len = (uint16_t)len;
-		vi->stats.pio_sends++;
-	} else if (pio && ring_alloc(c, len, &roff) == 0) {
-		gather(part, np, c->tx_ring + (roff & (c->pio_bytes - 1)));
-		x->flags = VD_XF_RING;
-		x->ring_off = roff;
-		vi->stats.pio_sends++;
-	} else {
-		unsigned nr = cookie_iov(s, len, rem);
-		ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
-		if (n != (ssize_t)len) {
-			status |= VIP_STATUS_TRANSPORT_ERROR;
-			len = 0;
-		}
-		x->flags = VD_XF_DMA;
-		vi->stats.dma_sends++;
-	}
-	x->seq = s->seq;
-	x->length = len;
+	status |= move_payload(vi, c, x, src, nsrc, off, len, s, pio);
+	x->seq = c->tx_cookie_read + k;
+	x->length = status & VIP_STATUS_TRANSPORT_ERROR ? 0 : len;
 	x->imm = imm;
 	x->status = status;
-	xfer_publish(c);
+	vd_shm_xfer_publish(c, x);
 	return status & VIP_STATUS_TRANSPORT_ERROR ? -EIO : 0;
 }
 
@@ -403,7 +416,7 @@ static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 		atomic_fetch_add_explicit(&c->tx->s.cq_announced, n, memory_order_release);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->tx->r.recv_waiting, memory_order_relaxed)) {
+	if (atomic_load_explicit(&c->tx->rw.recv_waiting, memory_order_relaxed)) {
 		vd_futex_wake(&c->tx->s.xfer_write);
 		vi->stats.wakes_sent++;
 	}
@@ -441,7 +454,7 @@ static int send_message(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR 
 			st |= VIADUCT_STATUS_MORE;
 		if (last && imm)
 			st |= VIP_STATUS_IMMEDIATE;
-		err = send_part(vi, c, src, nsrc, off, (uint32_t)len, &s, pio, st,
+		err = send_part(vi, c, src, nsrc, off, (uint32_t)len, &s, k, pio, st,
 				last && imm ? d->CS.ImmediateData : 0);
 		off += len;
 	}
@@ -459,15 +472,65 @@ static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
 
 	if (!x || cookie_snap(c, 0, &s))
 		return;
-	x->seq = s.seq;
+	x->seq = c->tx_cookie_read;
 	x->length = 0;
 	x->imm = 0;
 	x->flags = 0;
-	x->inl_len = 0;
 	x->status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_LENGTH_ERROR;
-	xfer_publish(c);
+	vd_shm_xfer_publish(c, x);
 	cookies_consumed(c, 1);
 	announce(vi, c, 1);
+}
+
+/* The inline fast path needs only to know that a receive is posted, not
+ * where: the sender never reads the cookie, so its cache line stays with
+ * the receiver, and a small message costs one line transfer (seed 001's
+ * PIO, minus the remote mapping).  Not for Reliable Reception (the sender
+ * must learn of a length error) nor when the receiver splits messages. */
+static bool fast_eligible(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total)
+{
+	uint32_t mode = atomic_load_explicit(&vi->xfer_mode, memory_order_relaxed);
+
+	if (vi->attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION ||
+	    mode == VIADUCT_XFER_DMA || total > c->pio_bytes / 2 ||
+	    (mode == VIADUCT_XFER_AUTO && total > pio_max(c)))
+		return false;
+	/* Acquire pairs with publish_rx_attrs(). */
+	return !(atomic_load_explicit(&c->tx->ra.rx_flags, memory_order_acquire) &
+		 VD_RXF_SPLIT);
+}
+
+/* 0, -ENOSPC (pio ring full: take the general path), -EPROTO. */
+static int send_fast(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
+		     uint32_t total)
+{
+	struct iovec src[VD_MAX_SEGS];
+	unsigned n = vd_shm_local_iov(d, 0, src);
+	struct vd_shm_xfer *x = xfer_slot(c);
+	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
+	uint32_t roff = 0;
+
+	if (!x)
+		return -EPROTO;
+	if (total > VD_SHM_INLINE && ring_alloc(c, total, &roff))
+		return -ENOSPC;
+	if (total <= VD_SHM_INLINE) {
+		gather(src, n, x->inl);
+		x->flags = VD_XF_INLINE | VD_XF_UNCHECKED;
+	} else {
+		gather(src, n, c->tx_ring + (roff & (c->pio_bytes - 1)));
+		x->flags = VD_XF_RING | VD_XF_UNCHECKED;
+		x->ring_off = roff;
+	}
+	x->seq = c->tx_cookie_read;
+	x->length = total;
+	x->imm = imm ? d->CS.ImmediateData : 0;
+	x->status = VIP_STATUS_OP_RECEIVE | (imm ? VIP_STATUS_IMMEDIATE : 0);
+	vd_shm_xfer_publish(c, x);
+	vi->stats.pio_sends++;
+	cookies_consumed(c, 1);
+	announce(vi, c, 1);
+	return 0;
 }
 
 static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
@@ -480,6 +543,19 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	if (st) {
 		vd_wq_complete_send(vi, st);
 		return 0;
+	}
+	if (fast_eligible(vi, c, total) && cookies_avail(c)) {
+		err = send_fast(vi, c, d, (uint32_t)total);
+		if (err == -EPROTO) {
+			conn_fail(c, "transfer queue overrun");
+			return 0;
+		}
+		if (!err) {
+			d->CS.Reserved = 0;
+			vi->stats.send_bytes += total;
+			vd_wq_complete_send(vi, 0);
+			return 0;
+		}
 	}
 	err = plan_cookies(c, total, &n);
 	if (err == -ENOSPC && (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)) {
@@ -606,7 +682,7 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 	 * with the one in vd_shm_send_sleep(). */
 	atomic_store_explicit(&c->rx->r.cookie_write, c->rx_cookie_write, memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->rx->s2.send_waiting, memory_order_relaxed))
+	if (atomic_load_explicit(&c->rx->sw.send_waiting, memory_order_relaxed))
 		vd_futex_wake(&c->rx->r.cookie_write);
 	return 0;
 }
@@ -631,70 +707,94 @@ static uint64_t desc_room(VIP_DESCRIPTOR *d)
 	return room;
 }
 
-/* Payload of one transfer into the receive descriptor; -EPROTO for
- * anything an honest sender never writes. */
+/* Payload of one transfer into the receive descriptor.  -EMSGSIZE: an
+ * unchecked inline message longer than the descriptor (nothing written);
+ * -EPROTO for anything an honest sender never writes. */
 static int deliver(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, const struct vd_shm_xfer *x)
 {
 	uint32_t op = x->status & VIP_STATUS_OP_MASK;
+	uint16_t kind = x->flags & ~VD_XF_UNCHECKED;
 
 	if ((x->status & ~RX_STATUS_ALLOWED) ||
 	    (op != VIP_STATUS_OP_RECEIVE && op != VIP_STATUS_OP_REMOTE_RDMA_WRITE))
 		return -EPROTO;
-	if (!(x->flags & (VD_XF_INLINE | VD_XF_RING | VD_XF_DMA)))
-		return 0;               /* no payload (RDMA write immediate) */
+	if (!kind)
+		return x->flags ? -EPROTO : 0;  /* no payload: RDMA immediate */
 	if (x->length > desc_room(d))
-		return -EPROTO;
-	if (x->flags == VD_XF_INLINE) {
-		if (x->inl_len != x->length || x->length > VD_SHM_INLINE)
+		return x->flags & VD_XF_UNCHECKED ? -EMSGSIZE : -EPROTO;
+	if (kind == VD_XF_INLINE) {
+		if (x->length > VD_SHM_INLINE)
 			return -EPROTO;
 		scatter(d, x->inl, x->length);
-	} else if (x->flags == VD_XF_RING) {
+	} else if (kind == VD_XF_RING) {
 		uint32_t pos = x->ring_off & (c->pio_bytes - 1);
 		if (x->length > c->pio_bytes / 2 || pos + x->length > c->pio_bytes)
 			return -EPROTO;
 		scatter(d, c->rx_ring + pos, x->length);
-		/* Release pairs with ring_alloc()'s acquire: copied out. */
-		atomic_store_explicit(&c->rx->r2.ring_read, x->ring_off + round64(x->length),
-				      memory_order_release);
-	} else if (x->flags != VD_XF_DMA) {
+	} else if (kind != VD_XF_DMA) {
 		return -EPROTO;
 	}
 	return 0;
+}
+
+/* The pio ring bytes of a consumed transfer go back to the sender;
+ * release pairs with ring_alloc()'s acquire. */
+static void ring_release(struct vd_shm_conn *c, const struct vd_shm_xfer *x)
+{
+	if ((x->flags & ~VD_XF_UNCHECKED) == VD_XF_RING)
+		atomic_store_explicit(&c->rx->r2.ring_read, x->ring_off + round64(x->length),
+				      memory_order_release);
+}
+
+/* Next published transfer, copied out of shared memory, or false. */
+static bool xfer_next(struct vd_shm_conn *c, struct vd_shm_xfer *x)
+{
+	const struct vd_shm_xfer *slot = &c->rx_xfers[c->rx_xfer_read & (c->depth - 1)];
+
+	/* Acquire pairs with vd_shm_xfer_publish()'s release of the stamp. */
+	if (atomic_load_explicit(&slot->stamp, memory_order_acquire) !=
+	    (uint16_t)(c->rx_xfer_read + 1))
+		return false;
+	memcpy(x, slot, sizeof(*x));
+	return true;
 }
 
 int vd_shm_recv_progress(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
 	struct vd_wq *q = &vi->rq;
+	struct vd_shm_xfer x;
 	unsigned n = 0;
+	int err = 0;
 
-	if (!c)
+	if (!c || atomic_load(&c->broken))
 		return 0;
-	for (;;) {
-		uint32_t r = c->rx_xfer_read;
-		struct vd_shm_xfer x;
+	while (!err && xfer_next(c, &x)) {
+		uint32_t status = x.status, len = x.length;
 
-		if (r == c->rx_xfer_write_lazy) {
-			/* Acquire pairs with xfer_publish()'s release. */
-			c->rx_xfer_write_lazy = atomic_load_explicit(&c->rx->s.xfer_write,
-								     memory_order_acquire);
-			if (r == c->rx_xfer_write_lazy)
-				break;
-		}
-		x = c->rx_xfers[r & (c->depth - 1)];    /* snapshot */
-		if (c->rx_xfer_write_lazy - r > c->depth || q->done >= q->sent ||
-		    x.seq != (uint32_t)q->done ||
-		    deliver(c, vd_wq_at(q, q->done), &x)) {
+		err = q->done < q->sent && x.seq == c->rx_cookie_taken ?
+		      deliver(c, vd_wq_at(q, q->done), &x) : -EPROTO;
+		if (err == -EPROTO) {
 			conn_fail(c, "malformed transfer entry");
 			break;
 		}
-		c->rx_xfer_read = r + 1;
+		if (err == -EMSGSIZE) {         /* nothing written */
+			status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_LENGTH_ERROR;
+			len = 0;
+		}
+		ring_release(c, &x);
+		c->rx_xfer_read++;
+		c->rx_cookie_taken++;
 		/* Release pairs with xfer_slot()'s acquire. */
-		atomic_store_explicit(&c->rx->r2.xfer_read, r + 1, memory_order_release);
-		if (x.status & VIADUCT_STATUS_MORE)
+		atomic_store_explicit(&c->rx->r2.xfer_read, c->rx_xfer_read, memory_order_release);
+		if (status & VIADUCT_STATUS_MORE)
 			vi->stats.split_recvs++;
-		vd_wq_complete_recv(vi, x.status, x.length, x.imm, false);
+		vd_wq_complete_recv(vi, status, len, x.imm, false);
 		n++;
+		if (err == -EMSGSIZE && vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE)
+			conn_fail(c, "message longer than the posted receive");
+		else
+			err = 0;
 	}
 	if (n)
 		vd_shm_recv_publish(vi);
@@ -747,7 +847,7 @@ int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline)
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->rq, c, &c->rx->s.xfer_write, w,
-			     &c->rx->r.recv_waiting, deadline);
+			     &c->rx->rw.recv_waiting, deadline);
 }
 
 int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
@@ -768,7 +868,7 @@ int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->sq, c, &c->tx->r.cookie_write, w,
-			     &c->tx->s2.send_waiting, deadline);
+			     &c->tx->sw.send_waiting, deadline);
 }
 
 /* The connection is over (the VI left Connected under its queue locks):
