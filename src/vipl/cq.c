@@ -23,7 +23,7 @@ VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE nh, VIP_ULONG entries, VIP_CQ_HANDLE *out)
 		return VIP_ERROR_RESOURCE;
 	cq->nic = nic;
 	cq->entries = (uint32_t)entries;
-	pthread_mutex_init(&cq->lock, NULL);
+	vd_lock_init(&cq->lock);
 	err = nic->ops->cq_open(cq);
 	if (err) {
 		vd_obj_free(cq);
@@ -43,7 +43,7 @@ static void cq_destroy(struct vd_cq *cq)
 	pthread_mutex_lock(&nic->lock);
 	vd_list_del(&cq->nic_link);
 	pthread_mutex_unlock(&nic->lock);
-	pthread_mutex_lock(&cq->lock);
+	vd_lock(&cq->lock);
 	while (cq->notify_head) {       /* pending notifies are cancelled */
 		struct vd_notify *n = cq->notify_head;
 		cq->notify_head = n->next;
@@ -53,7 +53,7 @@ static void cq_destroy(struct vd_cq *cq)
 	/* Under the lock: a racing VipCQDone sees prov == NULL, not an
 	 * unmapped ring. */
 	nic->ops->cq_close(cq);
-	pthread_mutex_unlock(&cq->lock);
+	vd_unlock(&cq->lock);
 	vd_obj_free(cq);
 }
 
@@ -121,9 +121,9 @@ static VIP_RETURN cq_done(struct vd_cq *cq, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv
 {
 	VIP_RETURN r;
 
-	pthread_mutex_lock(&cq->lock);
+	vd_lock(&cq->lock);
 	r = cq_take(cq, vh, recv);
-	pthread_mutex_unlock(&cq->lock);
+	vd_unlock(&cq->lock);
 	return r;
 }
 
@@ -143,6 +143,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
 	uint64_t deadline = vd_deadline(timeout);
 	uint64_t spin_until = vd_now_ns() + 20000;
+	unsigned polls = 0;
 	VIP_BOOLEAN dummy;
 	VIP_RETURN r;
 
@@ -154,13 +155,16 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 		r = cq_done(cq, vh, recv ? recv : &dummy);
 		if (r != VIP_NOT_DONE)
 			return r;
-		uint64_t now = vd_now_ns();
-		if (deadline && now >= deadline)
-			return VIP_TIMEOUT;
-		if (now < spin_until) {
+		if (++polls & 31 && spin_until) {     /* clock every 32 polls */
 			vd_cpu_relax();
 			continue;
 		}
+		uint64_t now = vd_now_ns();
+		if (deadline && now >= deadline)
+			return VIP_TIMEOUT;
+		if (now < spin_until)
+			continue;
+		spin_until = 0;
 		if (cq->nic->ops->cq_sleep(cq, deadline) == -ETIMEDOUT)
 			return VIP_TIMEOUT;
 	}

@@ -25,12 +25,12 @@ struct notify_target {
 	int kind;               /* 0 send, 1 recv, 2 cq */
 };
 
-static struct vd_notify *pop_handler(pthread_mutex_t *lock, struct vd_notify **head,
+static struct vd_notify *pop_handler(vd_lock_t *lock, struct vd_notify **head,
 				     struct vd_notify ***tail, bool *running)
 {
 	struct vd_notify *n;
 
-	pthread_mutex_lock(lock);
+	vd_lock(lock);
 	n = *head;
 	if (n) {
 		*head = n->next;
@@ -39,7 +39,7 @@ static struct vd_notify *pop_handler(pthread_mutex_t *lock, struct vd_notify **h
 	} else {
 		*running = false;
 	}
-	pthread_mutex_unlock(lock);
+	vd_unlock(lock);
 	return n;
 }
 
@@ -98,7 +98,7 @@ static bool serve_one(struct notify_target *t)
 
 static bool still_pending(struct notify_target *t)
 {
-	pthread_mutex_t *lock;
+	vd_lock_t *lock;
 	struct vd_notify *head;
 	bool *running;
 
@@ -107,7 +107,7 @@ static bool still_pending(struct notify_target *t)
 		if (!cq)
 			return false;
 		lock = &cq->lock;
-		pthread_mutex_lock(lock);
+		vd_lock(lock);
 		head = cq->notify_head;
 		running = &cq->notify_thread;
 	} else {
@@ -117,13 +117,13 @@ static bool still_pending(struct notify_target *t)
 			return false;
 		q = t->kind ? &vi->rq : &vi->sq;
 		lock = &q->lock;
-		pthread_mutex_lock(lock);
+		vd_lock(lock);
 		head = q->notify_head;
 		running = &q->notify_thread;
 	}
 	if (!head)
 		*running = false;
-	pthread_mutex_unlock(lock);
+	vd_unlock(lock);
 	return head != NULL;
 }
 
@@ -177,9 +177,9 @@ static VIP_RETURN vi_notify(VIP_VI_HANDLE vh, void *ctx, VIP_VI_CALLBACK fn, boo
 	if (!vi || !fn)
 		return VIP_INVALID_PARAMETER;
 	q = recv ? &vi->rq : &vi->sq;
-	pthread_mutex_lock(&q->lock);
+	vd_lock(&q->lock);
 	bool queued = q->notify_head != NULL;
-	pthread_mutex_unlock(&q->lock);
+	vd_unlock(&q->lock);
 	if (!queued) {
 		/* Done hands out errored descriptors too (with d set). */
 		(void)(recv ? VipRecvDone(vh, &d) : VipSendDone(vh, &d));
@@ -193,14 +193,14 @@ static VIP_RETURN vi_notify(VIP_VI_HANDLE vh, void *ctx, VIP_VI_CALLBACK fn, boo
 		return VIP_ERROR_RESOURCE;
 	n->ctx = ctx;
 	n->vi_fn = fn;
-	pthread_mutex_lock(&q->lock);
+	vd_lock(&q->lock);
 	if (!q->notify_tail)
 		q->notify_tail = &q->notify_head;
 	*q->notify_tail = n;
 	q->notify_tail = &n->next;
 	if (!q->notify_thread)
 		err = start_thread(vh, recv ? 1 : 0, &q->notify_thread);
-	pthread_mutex_unlock(&q->lock);
+	vd_unlock(&q->lock);
 	return err ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
 }
 
@@ -227,9 +227,9 @@ VIP_RETURN VipCQNotify(VIP_CQ_HANDLE ch, VIP_PVOID ctx,
 
 	if (!cq || !fn)
 		return VIP_INVALID_PARAMETER;
-	pthread_mutex_lock(&cq->lock);
+	vd_lock(&cq->lock);
 	bool queued = cq->notify_head != NULL;
-	pthread_mutex_unlock(&cq->lock);
+	vd_unlock(&cq->lock);
 	if (!queued && VipCQDone(ch, &vh, &recv) == VIP_SUCCESS) {
 		fn(ctx, vd_obj_handle(cq->nic), vh, recv);
 		return VIP_SUCCESS;
@@ -239,13 +239,13 @@ VIP_RETURN VipCQNotify(VIP_CQ_HANDLE ch, VIP_PVOID ctx,
 		return VIP_ERROR_RESOURCE;
 	n->ctx = ctx;
 	n->cq_fn = fn;
-	pthread_mutex_lock(&cq->lock);
+	vd_lock(&cq->lock);
 	if (!cq->notify_tail)
 		cq->notify_tail = &cq->notify_head;
 	*cq->notify_tail = n;
 	cq->notify_tail = &n->next;
 	if (!cq->notify_thread)
 		err = start_thread(ch, 2, &cq->notify_thread);
-	pthread_mutex_unlock(&cq->lock);
+	vd_unlock(&cq->lock);
 	return err ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
 }

@@ -209,9 +209,9 @@ static bool break_both_locked(struct vd_vi *vi)
 
 void vd_vi_break_locked(struct vd_vi *vi)
 {
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->rq.lock);
 	bool broke = break_both_locked(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
+	vd_unlock(&vi->rq.lock);
 	if (broke) {
 		atomic_store(&vi->break_unreported, true);
 		vi->nic->ops->wake(vi);
@@ -221,11 +221,11 @@ void vd_vi_break_locked(struct vd_vi *vi)
 
 void vd_vi_conn_broken(struct vd_vi *vi, VIP_ERROR_CODE code)
 {
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	bool broke = break_both_locked(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	/* A break the data path made itself (e.g. a copy to a peer that just
 	 * died) is reported when the service thread learns why. */
 	if (!broke && !atomic_exchange(&vi->break_unreported, false))
@@ -239,12 +239,12 @@ void vd_vi_conn_broken(struct vd_vi *vi, VIP_ERROR_CODE code)
 void vd_vi_connected(struct vd_vi *vi)
 {
 	vi->nic->ops->conn_ready(vi);
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	atomic_store(&vi->state, VIP_STATE_CONNECTED);
 	vi->nic->ops->recv_publish(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	wake_all(vi);
 }
 
@@ -255,24 +255,24 @@ void vd_vi_disconnect(struct vd_vi *vi)
 	/* Leave Connected under both locks first: from then on no data-path
 	 * call uses the connection, and sleepers, once woken, sleep on the
 	 * private words instead of the shared region about to go away. */
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
 		vi->nic->ops->recv_progress(vi);
 	atomic_store(&vi->state, VIP_STATE_IDLE);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	if (vi->conn) {
 		vi->nic->ops->wake(vi);
 		vi->nic->ops->disconnect(vi);   /* no VI lock: see the op */
 	}
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	flush_locked(vi);
 	atomic_store(&vi->state, VIP_STATE_IDLE);
 	atomic_store(&vi->break_unreported, false);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	wake_all(vi);
 }
 
@@ -301,7 +301,7 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 	if (st == VIP_STATE_IDLE || st == VIP_STATE_CONNECT_PENDING)
 		return VIP_INVALID_STATE;   /* never transmitted */
 	d->CS.Status = 0;
-	pthread_mutex_lock(&vi->sq.lock);
+	vd_lock(&vi->sq.lock);
 	err = wq_append(&vi->sq, d);
 	if (!err) {
 		if (atomic_load(&vi->state) == VIP_STATE_CONNECTED && vi->conn)
@@ -309,7 +309,7 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 		else
 			vd_wq_complete_send(vi, VIP_STATUS_DESC_FLUSHED_ERROR);
 	}
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->sq.lock);
 	return err == -ENOMEM ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
 }
 
@@ -323,7 +323,7 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 		return VIP_INVALID_PARAMETER;
 	d->CS.Status = 0;
 	d->CS.Length = 0;
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->rq.lock);
 	err = wq_append(&vi->rq, d);
 	if (!err) {
 		uint32_t bad = vd_desc_check_segs(vi, d, 0, &total);
@@ -338,7 +338,7 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 		else if (atomic_load(&vi->state) == VIP_STATE_ERROR)
 			vd_wq_complete_recv(vi, VIP_STATUS_DESC_FLUSHED_ERROR, 0, 0, true);
 	}
-	pthread_mutex_unlock(&vi->rq.lock);
+	vd_unlock(&vi->rq.lock);
 	return err ? VIP_ERROR_RESOURCE : VIP_SUCCESS;
 }
 
@@ -369,12 +369,12 @@ static VIP_RETURN send_done(struct vd_vi *vi, VIP_DESCRIPTOR **out)
 {
 	VIP_RETURN r;
 
-	pthread_mutex_lock(&vi->sq.lock);
+	vd_lock(&vi->sq.lock);
 	if (vi->sq.done < vi->sq.tail && vi->conn &&
 	    atomic_load(&vi->state) == VIP_STATE_CONNECTED)
 		vi->nic->ops->send_progress(vi);
 	r = wq_take(&vi->sq, out);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->sq.lock);
 	return r;
 }
 
@@ -382,11 +382,11 @@ static VIP_RETURN recv_done(struct vd_vi *vi, VIP_DESCRIPTOR **out)
 {
 	VIP_RETURN r;
 
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->rq.lock);
 	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
 		vi->nic->ops->recv_progress(vi);
 	r = wq_take(&vi->rq, out);
-	pthread_mutex_unlock(&vi->rq.lock);
+	vd_unlock(&vi->rq.lock);
 	return r;
 }
 
@@ -426,6 +426,7 @@ static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 {
 	uint64_t deadline = vd_deadline(timeout);
 	uint64_t spin_until = vd_now_ns() + spin_ns();
+	unsigned polls = 0;
 	VIP_RETURN r;
 
 	for (;;) {
@@ -434,13 +435,18 @@ static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 		r = recv ? recv_done(vi, out) : send_done(vi, out);
 		if (r != VIP_NOT_DONE)
 			return r;
-		uint64_t now = vd_now_ns();
-		if (deadline && now >= deadline)
-			return VIP_TIMEOUT;
-		if (now < spin_until) {
+		/* Reading the clock costs more than a poll (tens of ns in a
+		 * VM): look at it every 32 polls while spinning. */
+		if (++polls & 31 && spin_until) {
 			vd_cpu_relax();
 			continue;
 		}
+		uint64_t now = vd_now_ns();
+		if (deadline && now >= deadline)
+			return VIP_TIMEOUT;
+		if (now < spin_until)
+			continue;
+		spin_until = 0;
 		if (queue_sleep(vi, recv, deadline) == -ETIMEDOUT)
 			return VIP_TIMEOUT;
 	}

@@ -4,6 +4,7 @@
  * debug log.
  */
 #include <errno.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -135,4 +136,20 @@ void vd_log(const char *fmt, ...)
 	va_end(ap);
 	/* One write per line so lines of several threads do not interleave. */
 	fprintf(stderr, "%s\n", buf);
+}
+
+/* Contended vd_lock: spin on a plain load (no cache-line ping-pong of
+ * exchanges), then give the CPU away -- with more threads than cores the
+ * holder may be waiting for ours. */
+void vd_lock_slow(vd_lock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+			return;
+		if (spins < 200)
+			vd_cpu_relax();
+		else
+			sched_yield();
+	}
 }

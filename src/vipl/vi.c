@@ -63,8 +63,8 @@ static struct vd_cq *cq_arg(struct vd_nic *nic, VIP_CQ_HANDLE h, int *err)
 
 static int vi_init_queues(struct vd_vi *vi)
 {
-	pthread_mutex_init(&vi->sq.lock, NULL);
-	pthread_mutex_init(&vi->rq.lock, NULL);
+	vd_lock_init(&vi->sq.lock);
+	vd_lock_init(&vi->rq.lock);
 	vi->sq.cap = vi->rq.cap = 64;
 	vi->sq.ring = calloc(64, sizeof(VIP_DESCRIPTOR *));
 	vi->rq.ring = calloc(64, sizeof(VIP_DESCRIPTOR *));
@@ -138,14 +138,14 @@ static void vi_destroy(struct vd_vi *vi)
 	/* Empty the queues under their locks (a racing call sees an empty
 	 * VI, never a freed ring), wake sleepers, and only then recycle the
 	 * object: vd_obj_free invalidates the handle. */
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	free(vi->sq.ring);
 	free(vi->rq.ring);
 	memset(&vi->sq.ring, 0, sizeof(vi->sq) - offsetof(struct vd_wq, ring));
 	memset(&vi->rq.ring, 0, sizeof(vi->rq) - offsetof(struct vd_wq, ring));
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	vd_wq_wake_local(&vi->sq);
 	vd_wq_wake_local(&vi->rq);
 	vd_obj_free(vi);
@@ -189,14 +189,14 @@ VIP_RETURN VipQueryVi(VIP_VI_HANDLE vh, VIP_VI_STATE *state, VIP_VI_ATTRIBUTES *
 	if (a)
 		*a = vi->attrs;
 	if (sq_empty) {
-		pthread_mutex_lock(&vi->sq.lock);
+		vd_lock(&vi->sq.lock);
 		*sq_empty = vi->sq.head == vi->sq.tail;
-		pthread_mutex_unlock(&vi->sq.lock);
+		vd_unlock(&vi->sq.lock);
 	}
 	if (rq_empty) {
-		pthread_mutex_lock(&vi->rq.lock);
+		vd_lock(&vi->rq.lock);
 		*rq_empty = vi->rq.head == vi->rq.tail;
-		pthread_mutex_unlock(&vi->rq.lock);
+		vd_unlock(&vi->rq.lock);
 	}
 	return VIP_SUCCESS;
 }
@@ -218,8 +218,8 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE vh, VIP_VI_ATTRIBUTES *a)
 	p = vi_ptag(vi->nic, a->Ptag, &err);
 	if (err)
 		return VIP_INVALID_PTAG;
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	if (atomic_load(&vi->state) != VIP_STATE_IDLE &&
 	    (a->ReliabilityLevel != vi->attrs.ReliabilityLevel ||
 	     a->MaxTransferSize != vi->attrs.MaxTransferSize)) {
@@ -235,8 +235,8 @@ VIP_RETURN VipSetViAttributes(VIP_VI_HANDLE vh, VIP_VI_ATTRIBUTES *a)
 		if (vi->conn)
 			vi->nic->ops->conn_attrs_changed(vi);
 	}
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	return r;
 }
 
@@ -249,14 +249,14 @@ VIP_RETURN viaduct_vi_set_ext(VIP_VI_HANDLE vh, const struct viaduct_vi_ext *ext
 	if (!vi || !ext || (ext->flags & ~VIADUCT_VI_FLAGS_ALL) ||
 	    ext->xfer_mode > VIADUCT_XFER_DMA)
 		return VIP_INVALID_PARAMETER;
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	atomic_store(&vi->ext_flags, ext->flags);
 	atomic_store(&vi->xfer_mode, ext->xfer_mode);
 	if (vi->conn)
 		vi->nic->ops->conn_attrs_changed(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	return VIP_SUCCESS;
 }
 
@@ -277,11 +277,11 @@ VIP_RETURN viaduct_vi_get_stats(VIP_VI_HANDLE vh, struct viaduct_vi_stats *out)
 
 	if (!vi || !out)
 		return VIP_INVALID_PARAMETER;
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	*out = vi->stats;
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	return VIP_SUCCESS;
 }
 

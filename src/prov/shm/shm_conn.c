@@ -383,11 +383,11 @@ static int attrs_match(const struct vd_vi *vi, const struct vd_shm_hs *hs)
 
 static void vi_set_conn(struct vd_vi *vi, struct vd_shm_conn *c)
 {
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	vi->conn = c;
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 }
 
 /* Acceptor, before ACCEPT: attach and offer the posted receives while
@@ -398,23 +398,23 @@ static void acc_offer(struct vd_vi *vi, struct vd_shm_conn *c)
 	c->vi = vi;
 	vi_set_conn(vi, c);
 	vi->nic->ops->conn_ready(vi);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->rq.lock);
 	vi->nic->ops->recv_publish(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
+	vd_unlock(&vi->rq.lock);
 }
 
 /* Undo acc_offer: the receives were offered in a region nobody will
  * read; they are offered again on the next connection. */
 static void acc_unoffer(struct vd_vi *vi, struct vd_shm_conn *c)
 {
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	if (vi->conn == c) {
 		vi->conn = NULL;
 		vi->rq.sent = vi->rq.done;
 	}
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 }
 
 /* Acceptor after CONFIRM: what vd_vi_connected() does, minus conn_ready
@@ -422,12 +422,12 @@ static void acc_unoffer(struct vd_vi *vi, struct vd_shm_conn *c)
  * behind the receives already offered). */
 static void acc_connected(struct vd_vi *vi)
 {
-	pthread_mutex_lock(&vi->sq.lock);
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->sq.lock);
+	vd_lock(&vi->rq.lock);
 	atomic_store(&vi->state, VIP_STATE_CONNECTED);
 	vi->nic->ops->recv_publish(vi);
-	pthread_mutex_unlock(&vi->rq.lock);
-	pthread_mutex_unlock(&vi->sq.lock);
+	vd_unlock(&vi->rq.lock);
+	vd_unlock(&vi->sq.lock);
 	vd_wq_wake_local(&vi->sq);
 	vd_wq_wake_local(&vi->rq);
 }

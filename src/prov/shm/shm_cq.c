@@ -166,11 +166,11 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline)
 
 	/* Registered under the lock, so vd_shm_cq_close (which holds it)
 	 * either runs before -- prov is NULL -- or waits for us. */
-	pthread_mutex_lock(&cq->lock);
+	vd_lock(&cq->lock);
 	sc = cq->prov;
 	if (sc)
 		atomic_fetch_add(&sc->sleepers, 1);
-	pthread_mutex_unlock(&cq->lock);
+	vd_unlock(&cq->lock);
 	if (!sc)
 		return 0;
 	r = sc->ring;

@@ -93,9 +93,9 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 		vd_cq_ring_push(c->peer_rcq, c->peer_rcq_cap, c->peer_vi_bits);
 		atomic_fetch_add_explicit(&c->tx->s.cq_announced, 1, memory_order_release);
 	}
-	/* Pairs with the fence in vd_shm_recv_sleep's waiter arming. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->tx->rw.recv_waiting, memory_order_relaxed)) {
+	/* Seq_cst after vd_shm_xfer_publish's exchange: pairs with the
+	 * receiver's arming in arm_and_sleep(). */
+	if (atomic_load(&c->tx->rw.recv_waiting)) {
 		vd_futex_wake(&c->tx->s.xfer_write);
 		vi->stats.wakes_sent++;
 	}

@@ -230,8 +230,12 @@ void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x)
 	 * vd_shm_recv_progress(): the slot (and any payload) first. */
 	atomic_store_explicit(&x->stamp, (uint16_t)(c->tx_xfer_write + 1), memory_order_release);
 	c->tx_xfer_write++;
-	/* The tripwire word: read by a receiver that is about to sleep. */
-	atomic_store_explicit(&c->tx->s.xfer_write, c->tx_xfer_write, memory_order_release);
+	/* The tripwire word, read by a receiver about to sleep.  A seq_cst
+	 * exchange (one locked instruction, cheaper than store + fence) so
+	 * that announce()'s seq_cst load of recv_waiting cannot be ordered
+	 * before it: Dekker with the receiver's seq_cst increment of
+	 * recv_waiting and load of xfer_write in arm_and_sleep(). */
+	atomic_exchange(&c->tx->s.xfer_write, c->tx_xfer_write);
 }
 
 static int ring_alloc(struct vd_shm_conn *c, uint32_t len, uint32_t *off)
@@ -406,8 +410,8 @@ static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec
 }
 
 /* Announce published transfers on the peer's CQ and wake its sleepers.
- * The seq_cst fence pairs with the one in vd_shm_recv_sleep(): either we
- * see its waiter count, or it sees our xfer_write. */
+ * The seq_cst load pairs with arm_and_sleep(): after our seq_cst exchange
+ * of xfer_write, either we see its waiter count, or it sees the index. */
 static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 {
 	if (c->peer_rcq) {
@@ -415,8 +419,7 @@ static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 			vd_cq_ring_push(c->peer_rcq, c->peer_rcq_cap, c->peer_vi_bits);
 		atomic_fetch_add_explicit(&c->tx->s.cq_announced, n, memory_order_release);
 	}
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->tx->rw.recv_waiting, memory_order_relaxed)) {
+	if (atomic_load(&c->tx->rw.recv_waiting)) {
 		vd_futex_wake(&c->tx->s.xfer_write);
 		vi->stats.wakes_sent++;
 	}
@@ -678,11 +681,11 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 	}
 	if (!n)
 		return 0;
-	/* Release pairs with cookies_avail()'s acquire; the seq_cst fence
-	 * with the one in vd_shm_send_sleep(). */
-	atomic_store_explicit(&c->rx->r.cookie_write, c->rx_cookie_write, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->rx->sw.send_waiting, memory_order_relaxed))
+	/* The exchange releases the cookies (pairs with cookies_avail()'s
+	 * acquire) and, being seq_cst like the load after it, pairs with the
+	 * sender's seq_cst arming in vd_shm_send_sleep(). */
+	atomic_exchange(&c->rx->r.cookie_write, c->rx_cookie_write);
+	if (atomic_load(&c->rx->sw.send_waiting))
 		vd_futex_wake(&c->rx->r.cookie_write);
 	return 0;
 }
@@ -815,18 +818,18 @@ static int arm_and_sleep(struct vd_vi *vi, struct vd_wq *q, struct vd_shm_conn *
 	atomic_fetch_add(waiting, 1);
 	if (atomic_load(word) != seen) {
 		atomic_fetch_sub(waiting, 1);
-		pthread_mutex_unlock(&q->lock);
+		vd_unlock(&q->lock);
 		return 0;
 	}
 	__atomic_fetch_add(&vi->stats.waits_slept, 1, __ATOMIC_RELAXED);   /* both queues */
-	pthread_mutex_unlock(&q->lock);
+	vd_unlock(&q->lock);
 	/* The region stays mapped until vi->conn changes under q->lock; a
 	 * wait on a word unmapped meanwhile fails with EFAULT, harmlessly. */
 	err = vd_futex_wait(word, seen, deadline);
-	pthread_mutex_lock(&q->lock);
+	vd_lock(&q->lock);
 	if (vi->conn == c)
 		atomic_fetch_sub(waiting, 1);
-	pthread_mutex_unlock(&q->lock);
+	vd_unlock(&q->lock);
 	return err;
 }
 
@@ -835,15 +838,15 @@ int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline)
 	struct vd_shm_conn *c;
 	uint32_t w;
 
-	pthread_mutex_lock(&vi->rq.lock);
+	vd_lock(&vi->rq.lock);
 	c = vi->conn;
 	if (!c || atomic_load(&vi->state) != VIP_STATE_CONNECTED || atomic_load(&c->broken)) {
-		pthread_mutex_unlock(&vi->rq.lock);
+		vd_unlock(&vi->rq.lock);
 		return 0;
 	}
 	w = atomic_load_explicit(&c->rx->s.xfer_write, memory_order_acquire);
 	if (w != c->rx_xfer_read) {
-		pthread_mutex_unlock(&vi->rq.lock);
+		vd_unlock(&vi->rq.lock);
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->rq, c, &c->rx->s.xfer_write, w,
@@ -855,16 +858,16 @@ int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
 	struct vd_shm_conn *c;
 	uint32_t w;
 
-	pthread_mutex_lock(&vi->sq.lock);
+	vd_lock(&vi->sq.lock);
 	c = vi->conn;
 	if (!c || vi->sq.done == vi->sq.tail || atomic_load(&c->broken) ||
 	    atomic_load(&vi->state) != VIP_STATE_CONNECTED) {
-		pthread_mutex_unlock(&vi->sq.lock);
+		vd_unlock(&vi->sq.lock);
 		return 0;
 	}
 	w = atomic_load_explicit(&c->tx->r.cookie_write, memory_order_acquire);
 	if (w != c->tx_cookie_write_lazy) {
-		pthread_mutex_unlock(&vi->sq.lock);
+		vd_unlock(&vi->sq.lock);
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->sq, c, &c->tx->r.cookie_write, w,
@@ -913,7 +916,7 @@ void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
 		uint64_t give_up = vd_now_ns() + 5000000000ull;
 		struct vd_shm_conn *c;
 
-		pthread_mutex_lock(&vi->rq.lock);
+		vd_lock(&vi->rq.lock);
 		c = vi->conn;
 		while (c) {
 			uint32_t a = atomic_load(&c->rx->s2.rdma_active);
@@ -926,7 +929,8 @@ void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
 			}
 			sched_yield();
 		}
-		pthread_mutex_unlock(&vi->rq.lock);
+		vd_unlock(&vi->rq.lock);
 	}
 	pthread_mutex_unlock(&nic->lock);
 }
+
