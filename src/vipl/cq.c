@@ -121,6 +121,9 @@ static VIP_RETURN cq_done(struct vd_cq *cq, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv
 {
 	VIP_RETURN r;
 
+	if (atomic_load_explicit(&cq->nic->stalled, memory_order_relaxed))
+		vd_nic_progress_stalled(cq->nic);
+
 	vd_lock(&cq->lock);
 	r = cq_take(cq, vh, recv);
 	vd_unlock(&cq->lock);
@@ -165,7 +168,12 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 		if (now < spin_until)
 			continue;
 		spin_until = 0;
-		if (cq->nic->ops->cq_sleep(cq, deadline) == -ETIMEDOUT)
+		/* Stalled sends complete on a peer's receive, which does not
+		 * wake this ring: look again every millisecond meanwhile. */
+		uint64_t until = deadline;
+		if (atomic_load(&cq->nic->stalled) && (!until || until > now + 1000000))
+			until = now + 1000000;
+		if (cq->nic->ops->cq_sleep(cq, until) == -ETIMEDOUT && until == deadline)
 			return VIP_TIMEOUT;
 	}
 }

@@ -177,12 +177,44 @@ void vd_wq_complete_recv(struct vd_vi *vi, uint32_t status, uint32_t length,
 		vi->nic->ops->cq_push_local(vi->recv_cq, vi, true);
 }
 
+static void set_stalled(struct vd_vi *vi, bool stalled)
+{
+	if (stalled == vi->send_stalled)
+		return;
+	vi->send_stalled = stalled;
+	atomic_fetch_add(&vi->nic->stalled, stalled ? 1u : (uint32_t)-1);
+}
+
+void vd_sq_progress(struct vd_vi *vi)
+{
+	bool live = vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED;
+
+	if (live && vi->sq.done < vi->sq.tail)
+		vi->nic->ops->send_progress(vi);
+	set_stalled(vi, live && vi->sq.done < vi->sq.tail);
+}
+
+void vd_nic_progress_stalled(struct vd_nic *nic)
+{
+	pthread_mutex_lock(&nic->lock);
+	for (struct vd_list *l = nic->vis.next; l != &nic->vis; l = l->next) {
+		struct vd_vi *vi = vd_container_of(l, struct vd_vi, nic_link);
+
+		vd_lock(&vi->sq.lock);
+		if (vi->send_stalled)
+			vd_sq_progress(vi);
+		vd_unlock(&vi->sq.lock);
+	}
+	pthread_mutex_unlock(&nic->lock);
+}
+
 /* Every outstanding descriptor of both queues completes as flushed.
  * Both locks held. */
 static void flush_locked(struct vd_vi *vi)
 {
 	while (vi->sq.done < vi->sq.tail)
 		vd_wq_complete_send(vi, VIP_STATUS_DESC_FLUSHED_ERROR);
+	set_stalled(vi, false);
 	while (vi->rq.done < vi->rq.tail)
 		vd_wq_complete_recv(vi, VIP_STATUS_DESC_FLUSHED_ERROR, 0, 0, true);
 }
@@ -305,7 +337,7 @@ VIP_RETURN VipPostSend(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 	err = wq_append(&vi->sq, d);
 	if (!err) {
 		if (atomic_load(&vi->state) == VIP_STATE_CONNECTED && vi->conn)
-			err = vi->nic->ops->send_progress(vi);
+			vd_sq_progress(vi);
 		else
 			vd_wq_complete_send(vi, VIP_STATUS_DESC_FLUSHED_ERROR);
 	}
@@ -370,9 +402,8 @@ static VIP_RETURN send_done(struct vd_vi *vi, VIP_DESCRIPTOR **out)
 	VIP_RETURN r;
 
 	vd_lock(&vi->sq.lock);
-	if (vi->sq.done < vi->sq.tail && vi->conn &&
-	    atomic_load(&vi->state) == VIP_STATE_CONNECTED)
-		vi->nic->ops->send_progress(vi);
+	if (vi->sq.done < vi->sq.tail)
+		vd_sq_progress(vi);
 	r = wq_take(&vi->sq, out);
 	vd_unlock(&vi->sq.lock);
 	return r;

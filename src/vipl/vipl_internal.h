@@ -297,6 +297,8 @@ struct vd_nic {
 	struct vd_list vis;                 /* vd_vi.nic_link */
 	struct vd_list cqs;                 /* vd_cq.nic_link */
 	void *prov;                         /* provider's per-NIC state */
+	_Atomic uint32_t stalled;           /* VIs whose sends wait for the
+	                                     * peer (vd_vi.send_stalled) */
 };
 
 /* This node's 6-byte NIC address (same for every NIC handle). */
@@ -339,6 +341,8 @@ struct vd_vi {
 	_Atomic uint32_t ext_flags;         /* VIADUCT_VI_* */
 	_Atomic uint32_t xfer_mode;         /* enum viaduct_xfer_mode */
 	struct vd_wq sq, rq;
+	bool send_stalled;                  /* sq.lock: posted sends wait for
+	                                     * a receive at the peer */
 	struct viaduct_vi_stats stats;      /* send side under sq.lock,
 	                                     * receive side under rq.lock */
 	void *conn;                         /* provider connection or NULL */
@@ -420,6 +424,12 @@ struct vd_notify {
 
 /* Private futex helpers (queue.c). */
 void vd_wq_wake_local(struct vd_wq *q);
+/* Run the send queue (sq.lock held) and keep nic->stalled current. */
+void vd_sq_progress(struct vd_vi *vi);
+/* Retry every VI of the NIC whose sends wait for the peer: a thread that
+ * only waits on a CQ must still see them complete.  No lock held. */
+void vd_nic_progress_stalled(struct vd_nic *nic);
+
 /* VipCloseNic's lenient teardown: every VI, then every CQ, of the NIC. */
 void vd_vi_destroy_all(struct vd_nic *nic);
 void vd_cq_destroy_all(struct vd_nic *nic);

@@ -138,6 +138,9 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
 			   enum vd_shm_notice why);
 
+/* The receiver has posted receives it could not offer yet (shm_xfer.c). */
+bool vd_shm_peer_backlog(struct vd_shm_conn *c);
+
 /* Publish a filled transfer slot (stamp last, then the tripwire word). */
 void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x);
 

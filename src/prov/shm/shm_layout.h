@@ -31,10 +31,16 @@
 #include <stdint.h>
 
 #define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
-#define VD_SHM_VERSION 2u
+#define VD_SHM_VERSION 3u
 #define VD_CACHELINE 64
 
-#define VD_SHM_DEPTH 256u               /* cookie and transfer slots */
+/* Cookie and transfer slots per direction.  Small on purpose: every
+ * message moves to the next slot, so the lines a connection cycles
+ * through are depth x (transfer + cookie line); with hundreds of
+ * connections a deep ring falls out of the cache (bench/vipl figure 7).
+ * Receives posted beyond it wait in the receiver's queue and are offered
+ * as slots free up (see `backlog`). */
+#define VD_SHM_DEPTH 32u
 #define VD_SHM_PIO_BYTES (256u * 1024)  /* inline payload ring */
 #define VD_SHM_INLINE 40u               /* payload bytes inside a slot */
 
@@ -96,7 +102,11 @@ struct vd_shm_dir {
 	/* written by R at every posted receive */
 	VD_LINE(struct {
 		_Atomic uint32_t cookie_write;  /* cookies published; S's futex
-		                                 * word under flow control */
+		                                 * word when its sends wait */
+		_Atomic uint32_t backlog;       /* R has receives posted beyond
+		                                 * the cookie window: a send that
+		                                 * finds no cookie waits, it is
+		                                 * not "no receive posted" */
 	}) r;
 	/* written by R at every completed receive; S reads them lazily */
 	VD_LINE(struct {

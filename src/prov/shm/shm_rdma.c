@@ -107,15 +107,18 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
 static int imm_ready(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 {
 	uint32_t avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
+	bool backlog = false;
 
 	if (avail == 0) {
+		/* backlog before cookie_write: see vd_shm_peer_backlog() */
+		backlog = vd_shm_peer_backlog(c);
 		c->tx_cookie_write_lazy = atomic_load_explicit(&c->tx->r.cookie_write,
 							       memory_order_acquire);
 		avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
 	}
 	if (avail)
 		return 0;
-	if (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL) {
+	if (backlog || (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)) {
 		if (!d->CS.Reserved) {
 			d->CS.Reserved = 1;
 			vi->stats.deferred_sends++;

@@ -183,6 +183,16 @@ static int cookie_snap(struct vd_shm_conn *c, uint32_t k, struct ck_snap *s)
 	return 0;
 }
 
+/* The receiver has receives posted that it could not offer yet (its
+ * cookie window is full until it reaps completions): a send that finds
+ * no cookie waits for them -- it is not a send to an empty receive queue.
+ * Read before the caller's next look at cookie_write; acquire pairs with
+ * set_backlog()'s release. */
+bool vd_shm_peer_backlog(struct vd_shm_conn *c)
+{
+	return atomic_load_explicit(&c->tx->r.backlog, memory_order_acquire);
+}
+
 /* How many cookies a message of `total` bytes needs: 0 and *n, -ENOSPC
  * (not enough receives posted), -EMSGSIZE (the next receive is too small
  * and the receiver does not split). */
@@ -485,6 +495,25 @@ static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
 	announce(vi, c, 1);
 }
 
+/* plan_cookies(), and when no receive is offered: -EAGAIN (wait) if the
+ * receiver has more posted than it could offer, or flow control is on;
+ * else -ENOSPC (no receive posted). */
+static int plan_send(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total, unsigned *n)
+{
+	int err = plan_cookies(c, total, n);
+	bool backlog;
+
+	if (err != -ENOSPC)
+		return err;
+	/* backlog first, then cookie_write again: see vd_shm_peer_backlog() */
+	backlog = vd_shm_peer_backlog(c);
+	err = plan_cookies(c, total, n);
+	if (err == -ENOSPC &&
+	    (backlog || (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)))
+		return -EAGAIN;
+	return err;
+}
+
 /* The inline fast path needs only to know that a receive is posted, not
  * where: the sender never reads the cookie, so its cache line stays with
  * the receiver, and a small message costs one line transfer (seed 001's
@@ -560,8 +589,8 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 			return 0;
 		}
 	}
-	err = plan_cookies(c, total, &n);
-	if (err == -ENOSPC && (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)) {
+	err = plan_send(vi, c, total, &n);
+	if (err == -EAGAIN) {
 		if (!d->CS.Reserved) {
 			d->CS.Reserved = 1;     /* count a deferral once */
 			vi->stats.deferred_sends++;
@@ -654,6 +683,15 @@ static bool cookie_room(struct vd_shm_conn *c)
 	return c->rx_cookie_write - c->rx_cookie_read_lazy < c->depth;
 }
 
+/* Stored after cookie_write: a sender that reads backlog clear (acquire)
+ * and then cookie_write sees every cookie published before the clear
+ * (peer_backlog()). */
+static void set_backlog(struct vd_shm_conn *c, bool b)
+{
+	if (atomic_load_explicit(&c->rx->r.backlog, memory_order_relaxed) != b)
+		atomic_store_explicit(&c->rx->r.backlog, b, memory_order_release);
+}
+
 int vd_shm_recv_publish(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
@@ -679,12 +717,15 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 		q->sent++;
 		n++;
 	}
-	if (!n)
+	if (!n) {
+		set_backlog(c, q->sent < q->tail);
 		return 0;
+	}
 	/* The exchange releases the cookies (pairs with cookies_avail()'s
 	 * acquire) and, being seq_cst like the load after it, pairs with the
 	 * sender's seq_cst arming in vd_shm_send_sleep(). */
 	atomic_exchange(&c->rx->r.cookie_write, c->rx_cookie_write);
+	set_backlog(c, q->sent < q->tail);
 	if (atomic_load(&c->rx->sw.send_waiting))
 		vd_futex_wake(&c->rx->r.cookie_write);
 	return 0;
