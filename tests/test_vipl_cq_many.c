@@ -19,21 +19,6 @@
 
 #include "viptest.h"
 
-/* Skip when this process may not lock `need` bytes (unprivileged with a
- * small RLIMIT_MEMLOCK): registration would fail with VIP_ERROR_RESOURCE,
- * which says nothing about what this test checks. */
-static void skip_without_memlock(size_t need)
-{
-	struct rlimit rl;
-
-	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) != 0 ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
-		return;
-	fprintf(stderr, "SKIP: RLIMIT_MEMLOCK is %llu bytes, this test registers "
-		"up to %zu\n", (unsigned long long)rl.rlim_cur, need);
-	exit(VDT_SKIP);
-}
-
 #define NV 64
 #define K 4
 #define MSG 64
@@ -258,11 +243,5 @@ static int parent_main(void *arg)
 
 int main(void)
 {
-	int r;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	skip_without_memlock(1u << 20);
-	r = vt_fork2(parent_main, child_main, NULL, 30);
-	printf("%s\n", r == 0 ? "PASS" : r == VDT_SKIP ? "SKIP" : "FAIL");
-	return r;
+	return vt_run_main(parent_main, child_main, 1u << 20, 30);
 }

@@ -45,21 +45,6 @@
 
 #include "viptest.h"
 
-/* Skip when this process may not lock `need` bytes (unprivileged with a
- * small RLIMIT_MEMLOCK): registration would fail with VIP_ERROR_RESOURCE,
- * which says nothing about what this test checks. */
-static void skip_without_memlock(size_t need)
-{
-	struct rlimit rl;
-
-	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) != 0 ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
-		return;
-	fprintf(stderr, "SKIP: RLIMIT_MEMLOCK is %llu bytes, this test registers "
-		"up to %zu\n", (unsigned long long)rl.rlim_cur, need);
-	exit(VDT_SKIP);
-}
-
 #define LEVEL VIP_SERVICE_RELIABLE_DELIVERY
 #define BIGMSG (256u * 1024)
 #define MIDMSG (128u * 1024)
@@ -844,7 +829,7 @@ int main(void)
 	int failed = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	skip_without_memlock(4u << 20);
+	vt_skip_without_memlock(4u << 20);
 	alarm(120);
 	for (int k = 0; k < NKINDS; k++) {
 		pid_t pid;

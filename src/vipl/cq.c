@@ -140,40 +140,44 @@ VIP_RETURN VipCQDone(VIP_CQ_HANDLE ch, VIP_VI_HANDLE *vh, VIP_BOOLEAN *recv)
 	return cq_done(cq, vh, recv ? recv : &dummy);
 }
 
+struct cq_waiter {
+	struct vd_cq *cq;
+	VIP_CQ_HANDLE handle;
+	VIP_VI_HANDLE *vh;
+	VIP_BOOLEAN *recv;
+};
+
+static VIP_RETURN cq_poll(void *arg)
+{
+	struct cq_waiter *w = arg;
+
+	if (vd_obj_lookup(w->handle, VD_OBJ_CQ) != w->cq)
+		return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
+	return cq_done(w->cq, w->vh, w->recv);
+}
+
+/* Stalled sends complete on a peer's receive, which does not wake this
+ * ring: while there are any, look again every millisecond. */
+static int cq_sleep_fn(void *arg, uint64_t deadline)
+{
+	struct cq_waiter *w = arg;
+	uint64_t slice = vd_now_ns() + 1000000;
+
+	if (atomic_load(&w->cq->nic->stalled) && (!deadline || deadline > slice)) {
+		w->cq->nic->ops->cq_sleep(w->cq, slice);
+		return 0;
+	}
+	return w->cq->nic->ops->cq_sleep(w->cq, deadline);
+}
+
 VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 		     VIP_BOOLEAN *recv)
 {
 	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
-	uint64_t deadline = vd_deadline(timeout);
-	uint64_t spin_until = vd_now_ns() + 20000;
-	unsigned polls = 0;
 	VIP_BOOLEAN dummy;
-	VIP_RETURN r;
+	struct cq_waiter w = { cq, ch, vh, recv ? recv : &dummy };
 
 	if (!cq || !vh)
 		return VIP_INVALID_PARAMETER;
-	for (;;) {
-		if (vd_obj_lookup(ch, VD_OBJ_CQ) != cq)
-			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
-		r = cq_done(cq, vh, recv ? recv : &dummy);
-		if (r != VIP_NOT_DONE)
-			return r;
-		if (++polls & 31 && spin_until) {     /* clock every 32 polls */
-			vd_cpu_relax();
-			continue;
-		}
-		uint64_t now = vd_now_ns();
-		if (deadline && now >= deadline)
-			return VIP_TIMEOUT;
-		if (now < spin_until)
-			continue;
-		spin_until = 0;
-		/* Stalled sends complete on a peer's receive, which does not
-		 * wake this ring: look again every millisecond meanwhile. */
-		uint64_t until = deadline;
-		if (atomic_load(&cq->nic->stalled) && (!until || until > now + 1000000))
-			until = now + 1000000;
-		if (cq->nic->ops->cq_sleep(cq, until) == -ETIMEDOUT && until == deadline)
-			return VIP_TIMEOUT;
-	}
+	return vd_poll_wait(cq_poll, cq_sleep_fn, &w, timeout);
 }

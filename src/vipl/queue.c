@@ -18,22 +18,6 @@
 
 #include "vipl/vipl_internal.h"
 
-/* Spin this long in *Wait before sleeping (VIADUCT_SPIN_US). */
-static uint64_t spin_ns(void)
-{
-	static _Atomic int64_t cached = -1;
-	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
-
-	if (v < 0) {
-		const char *e = getenv("VIADUCT_SPIN_US");
-		v = e && *e ? strtoll(e, NULL, 10) * 1000 : 20000;
-		if (v < 0)
-			v = 0;
-		atomic_store_explicit(&cached, v, memory_order_relaxed);
-	}
-	return (uint64_t)v;
-}
-
 void vd_wq_wake_local(struct vd_wq *q)
 {
 	/* Pairs with the load of wake_seq before FUTEX_WAIT in
@@ -452,35 +436,34 @@ static int queue_sleep(struct vd_vi *vi, bool recv, uint64_t deadline)
 	return vd_wq_sleep_local(q, seen, deadline);
 }
 
+struct queue_waiter {
+	struct vd_vi *vi;
+	bool recv;
+	VIP_DESCRIPTOR **out;
+};
+
+static VIP_RETURN queue_poll(void *arg)
+{
+	struct queue_waiter *w = arg;
+
+	if (vd_obj_lookup(vd_obj_handle(w->vi), VD_OBJ_VI) != w->vi)
+		return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
+	return w->recv ? recv_done(w->vi, w->out) : send_done(w->vi, w->out);
+}
+
+static int queue_sleep_fn(void *arg, uint64_t deadline)
+{
+	struct queue_waiter *w = arg;
+
+	return queue_sleep(w->vi, w->recv, deadline);
+}
+
 static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 			     VIP_DESCRIPTOR **out)
 {
-	uint64_t deadline = vd_deadline(timeout);
-	uint64_t spin_until = vd_now_ns() + spin_ns();
-	unsigned polls = 0;
-	VIP_RETURN r;
+	struct queue_waiter w = { vi, recv, out };
 
-	for (;;) {
-		if (vd_obj_lookup(vd_obj_handle(vi), VD_OBJ_VI) != vi)
-			return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
-		r = recv ? recv_done(vi, out) : send_done(vi, out);
-		if (r != VIP_NOT_DONE)
-			return r;
-		/* Reading the clock costs more than a poll (tens of ns in a
-		 * VM): look at it every 32 polls while spinning. */
-		if (++polls & 31 && spin_until) {
-			vd_cpu_relax();
-			continue;
-		}
-		uint64_t now = vd_now_ns();
-		if (deadline && now >= deadline)
-			return VIP_TIMEOUT;
-		if (now < spin_until)
-			continue;
-		spin_until = 0;
-		if (queue_sleep(vi, recv, deadline) == -ETIMEDOUT)
-			return VIP_TIMEOUT;
-	}
+	return vd_poll_wait(queue_poll, queue_sleep_fn, &w, timeout);
 }
 
 VIP_RETURN VipSendWait(VIP_VI_HANDLE vh, VIP_ULONG timeout, VIP_DESCRIPTOR **out)

@@ -153,3 +153,47 @@ void vd_lock_slow(vd_lock_t *l)
 			sched_yield();
 	}
 }
+
+/* How long *Wait polls before sleeping (VIADUCT_SPIN_US, default 20). */
+static uint64_t spin_ns(void)
+{
+	static _Atomic int64_t cached = -1;
+	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("VIADUCT_SPIN_US");
+		v = e && *e ? strtoll(e, NULL, 10) * 1000 : 20000;
+		if (v < 0)
+			v = 0;
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return (uint64_t)v;
+}
+
+VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
+			void *arg, VIP_ULONG timeout)
+{
+	uint64_t deadline = vd_deadline(timeout);
+	uint64_t spin_until = vd_now_ns() + spin_ns();
+	unsigned polls = 0;
+
+	for (;;) {
+		VIP_RETURN r = poll(arg);
+		if (r != VIP_NOT_DONE)
+			return r;
+		/* Reading the clock costs more than a poll (tens of ns in a
+		 * VM): look at it every 32 polls while spinning. */
+		if (++polls & 31 && spin_until) {
+			vd_cpu_relax();
+			continue;
+		}
+		uint64_t now = vd_now_ns();
+		if (deadline && now >= deadline)
+			return VIP_TIMEOUT;
+		if (now < spin_until)
+			continue;
+		spin_until = 0;
+		if (sleep(arg, deadline) == -ETIMEDOUT)
+			return VIP_TIMEOUT;
+	}
+}

@@ -453,6 +453,11 @@ uint64_t vd_now_ns(void);                   /* CLOCK_MONOTONIC */
 uint64_t vd_deadline(VIP_ULONG timeout_ms);
 /* Same, as a provider timeout: -1 infinite, else ms clamped to INT_MAX. */
 int vd_timeout_ms(VIP_ULONG timeout_ms);
+/* The *Wait loop: poll() until it returns other than VIP_NOT_DONE, for
+ * VIADUCT_SPIN_US, then alternate with sleep(arg, deadline) (0 or
+ * -ETIMEDOUT, spurious returns allowed) until the timeout (ms). */
+VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
+			void *arg, VIP_ULONG timeout);
 /* Random 32-bit value (getrandom, never blocks). */
 uint32_t vd_random32(void);
 /* Debug log to stderr when VIADUCT_DEBUG is set. */

@@ -2,6 +2,8 @@
 /* Helpers for the VIPL tests; see viptest.h. */
 #include "viptest.h"
 
+#include <sys/resource.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -495,4 +497,29 @@ long vt_check(const void *p, size_t len, uint32_t seed)
 		if (b[i] != vt_pat(i, seed))
 			return (long)i;
 	return -1;
+}
+
+/* ---- environment ------------------------------------------------------------ */
+
+void vt_skip_without_memlock(size_t need)
+{
+	struct rlimit rl;
+
+	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) != 0 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	fprintf(stderr, "SKIP: RLIMIT_MEMLOCK is %llu bytes, this test registers "
+		"up to %zu\n", (unsigned long long)rl.rlim_cur, need);
+	exit(VDT_SKIP);
+}
+
+int vt_run_main(int (*a)(void *), int (*b)(void *), size_t memlock, unsigned timeout_s)
+{
+	int r;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	vt_skip_without_memlock(memlock);
+	r = vt_fork2(a, b, NULL, timeout_s);
+	printf("%s\n", r == 0 ? "PASS" : r == VDT_SKIP ? "SKIP" : "FAIL");
+	return r;
 }

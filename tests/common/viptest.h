@@ -140,6 +140,15 @@ void vt_side_close(struct vt_side *s);
 /* VipQueryVi state. */
 VIP_VI_STATE vt_state(VIP_VI_HANDLE vi);
 
+/* ---- environment ------------------------------------------------------------ */
+/* Exit 77 (skip) when this process may not lock `need` bytes (unprivileged
+ * with a small RLIMIT_MEMLOCK): registration would fail with
+ * VIP_ERROR_RESOURCE, which says nothing about what the test checks. */
+void vt_skip_without_memlock(size_t need);
+/* main() of a two-process test: skip check, vt_fork2(a, b), PASS/FAIL
+ * line; returns the exit status. */
+int vt_run_main(int (*a)(void *), int (*b)(void *), size_t memlock, unsigned timeout_s);
+
 /* ---- leak checks --------------------------------------------------------- */
 /* Open file descriptors of this process. */
 int vt_count_fds(void);

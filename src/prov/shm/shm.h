@@ -141,6 +141,13 @@ uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
 /* The receiver has posted receives it could not offer yet (shm_xfer.c). */
 bool vd_shm_peer_backlog(struct vd_shm_conn *c);
 
+/* Cookies for a message of `total` bytes: 0 and *n, -EAGAIN (wait: the
+ * receiver has a backlog, or flow control is on), -ENOSPC (no receive
+ * posted), -EMSGSIZE (too long, no splitting), -EPROTO. */
+int vd_shm_plan_send(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total, unsigned *n);
+/* Leave a send waiting in the queue (counted once); returns -EAGAIN. */
+int vd_shm_defer(struct vd_vi *vi, VIP_DESCRIPTOR *d);
+
 /* Publish a filled transfer slot (stamp last, then the tripwire word). */
 void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x);
 

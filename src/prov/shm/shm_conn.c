@@ -417,20 +417,6 @@ static void acc_unoffer(struct vd_vi *vi, struct vd_shm_conn *c)
 	vd_unlock(&vi->sq.lock);
 }
 
-/* Acceptor after CONFIRM: what vd_vi_connected() does, minus conn_ready
- * (acc_offer ran it; running it again would reset the queue indices
- * behind the receives already offered). */
-static void acc_connected(struct vd_vi *vi)
-{
-	vd_lock(&vi->sq.lock);
-	vd_lock(&vi->rq.lock);
-	atomic_store(&vi->state, VIP_STATE_CONNECTED);
-	vi->nic->ops->recv_publish(vi);
-	vd_unlock(&vi->rq.lock);
-	vd_unlock(&vi->sq.lock);
-	vd_wq_wake_local(&vi->sq);
-	vd_wq_wake_local(&vi->rq);
-}
 
 static void service_start(struct vd_shm_conn *c)
 {
@@ -501,7 +487,7 @@ static int acc_confirm(struct vd_shm_pend *p)
 	c->sock = p->sock;
 	p->sock = -1;
 	p->c = NULL;
-	acc_connected(p->vi);
+	vd_vi_connected(p->vi);
 	service_start(c);
 	return 0;
 }

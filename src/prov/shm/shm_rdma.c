@@ -106,26 +106,12 @@ int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
  * moves; without one it waits (flow control) or fails per level. */
 static int imm_ready(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 {
-	uint32_t avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
-	bool backlog = false;
+	unsigned n;
+	int err = vd_shm_plan_send(vi, c, 0, &n);
 
-	if (avail == 0) {
-		/* backlog before cookie_write: see vd_shm_peer_backlog() */
-		backlog = vd_shm_peer_backlog(c);
-		c->tx_cookie_write_lazy = atomic_load_explicit(&c->tx->r.cookie_write,
-							       memory_order_acquire);
-		avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
-	}
-	if (avail)
-		return 0;
-	if (backlog || (atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL)) {
-		if (!d->CS.Reserved) {
-			d->CS.Reserved = 1;
-			vi->stats.deferred_sends++;
-		}
-		return -EAGAIN;
-	}
-	return -ENOSPC;
+	if (err == -EAGAIN)
+		return vd_shm_defer(vi, d);
+	return err ? -ENOSPC : 0;
 }
 
 static void refused(struct vd_vi *vi, struct vd_shm_conn *c, bool write)

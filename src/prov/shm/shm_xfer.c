@@ -99,19 +99,15 @@ static void publish_rx_attrs(struct vd_vi *vi, struct vd_shm_conn *c)
 	atomic_store_explicit(&c->rx->ra.rx_flags, f, memory_order_release);
 }
 
+/* Idempotent: the acceptor runs it before offering its receives and
+ * again (through vd_vi_connected) once the requester confirms.  The
+ * private indices start at 0 because connections come zeroed. */
 void vd_shm_conn_ready(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
 
 	c->vi = vi;
-	c->tx_cookie_write_lazy = c->tx_cookie_read = 0;
-	c->tx_xfer_read_lazy = c->tx_xfer_write = 0;
-	c->tx_ring_read_lazy = c->tx_ring_write = 0;
-	c->rx_xfer_write_lazy = c->rx_xfer_read = 0;
-	c->rx_cookie_write = c->rx_cookie_read_lazy = 0;
-	c->rx_cookie_taken = 0;
-	c->peer_rcq_cap = 0;
-	if (c->peer_rcq) {
+	if (c->peer_rcq && !c->peer_rcq_cap) {
 		uint32_t cap = c->peer_rcq->cap;
 		if (cap && !(cap & (cap - 1)) &&
 		    sizeof(struct vd_cq_ring) + (size_t)cap * 8 <= c->peer_rcq_len)
@@ -495,10 +491,19 @@ static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
 	announce(vi, c, 1);
 }
 
+int vd_shm_defer(struct vd_vi *vi, VIP_DESCRIPTOR *d)
+{
+	if (!d->CS.Reserved) {
+		d->CS.Reserved = 1;     /* count a deferral once */
+		vi->stats.deferred_sends++;
+	}
+	return -EAGAIN;
+}
+
 /* plan_cookies(), and when no receive is offered: -EAGAIN (wait) if the
  * receiver has more posted than it could offer, or flow control is on;
  * else -ENOSPC (no receive posted). */
-static int plan_send(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total, unsigned *n)
+int vd_shm_plan_send(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total, unsigned *n)
 {
 	int err = plan_cookies(c, total, n);
 	bool backlog;
@@ -589,14 +594,9 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 			return 0;
 		}
 	}
-	err = plan_send(vi, c, total, &n);
-	if (err == -EAGAIN) {
-		if (!d->CS.Reserved) {
-			d->CS.Reserved = 1;     /* count a deferral once */
-			vi->stats.deferred_sends++;
-		}
-		return -EAGAIN;
-	}
+	err = vd_shm_plan_send(vi, c, total, &n);
+	if (err == -EAGAIN)
+		return vd_shm_defer(vi, d);
 	d->CS.Reserved = 0;
 	if (err == -ENOSPC || err == -EMSGSIZE) {
 		enum vd_shm_notice why = err == -ENOSPC ? VD_SHM_NOTICE_RECVQ_EMPTY :
