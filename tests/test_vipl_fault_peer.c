@@ -40,7 +40,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "viptest.h"
