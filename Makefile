@@ -14,7 +14,7 @@
 
 # Debian packages needed to build, test and plot; one list, used by deps.
 DEB_PACKAGES := cmake ninja-build gcc make pkg-config python3 \
-	python3-matplotlib procps util-linux
+	python3-matplotlib procps util-linux mpich
 
 PREFIX ?= /usr/local
 DESTDIR ?=

@@ -9,11 +9,23 @@ set -euo pipefail
 
 so=$1
 incdir=$2
+# Optional: the header files (names under incdir) this library implements;
+# by default every header except mpi.h, which libviaduct_mpi implements.
+shift 2
+only=("$@")
 
 # Prototypes start in column 0 in our headers; static inline ones are not
 # exported.
+headers() {
+	if [ ${#only[@]} -gt 0 ]; then
+		for h in "${only[@]}"; do echo "$incdir/$h"; done
+	else
+		find "$incdir" -name '*.h' ! -name mpi.h
+	fi
+}
+
 declared() {
-	find "$incdir" -name '*.h' -exec cat {} + |
+	headers | xargs cat |
 		grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' |
 		grep -vE '^(static|typedef|#)' |
 		sed -E 's/^[^(]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(.*/\1/' | sort -u

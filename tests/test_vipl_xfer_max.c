@@ -161,5 +161,5 @@ static int sender(void *arg)
 int main(void)
 {
 	vt_disc(disc, "max");
-	return vt_fork2(receiver, sender, NULL, 60);
+	return vt_fork2(receiver, sender, NULL, 150);
 }

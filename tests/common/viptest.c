@@ -404,12 +404,16 @@ void vt_side_open(struct vt_side *s, VIP_RELIABILITY_LEVEL level,
 	VT_OK(VipCreateVi(s->nic, &a, NULL, NULL, &s->vi));
 }
 
+/* Generous: a side may still be registering hundreds of MiB (slow under
+ * TSan, on a loaded machine) when the other one is ready. */
+#define VT_CONNECT_MS 60000
+
 void vt_side_connect(struct vt_side *s, const char *disc)
 {
 	if (vt_is_child)
-		VT_OK(vt_client_connect(s->nic, s->vi, disc, 10000));
+		VT_OK(vt_client_connect(s->nic, s->vi, disc, VT_CONNECT_MS));
 	else
-		VT_OK(vt_server_accept(s->nic, s->vi, disc, 10000));
+		VT_OK(vt_server_accept(s->nic, s->vi, disc, VT_CONNECT_MS));
 }
 
 void vt_side_close(struct vt_side *s)

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/mpi common part: options, message sizes, calibration, statistics,
+ * the table and the CSV.  Plain MPI (mpi.h only) so that every program
+ * here builds unchanged with vdcc, mpicc.openmpi and mpicc.mpich.
+ *
+ * Every program is `PROG [options]`, run on 2 ranks (allreduce: any
+ * number); rank 0 prints and writes the CSV.  Options (common_usage()):
+ *   --label NAME   the case name in the table and the CSV (default: the
+ *                  first word of MPI_Get_library_version)
+ *   --csv FILE     append long-format rows section,case,x,metric,value
+ *   --quick        sizes in powers of four, shorter runs
+ *   --min-size B, --max-size B   message sizes (bytes) measured
+ *   --time SEC     target duration of one timed run per size
+ *   --runs N       timed runs per size; the median is reported
+ */
+#ifndef BENCH_MPI_COMMON_H
+#define BENCH_MPI_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <mpi.h>
+
+#define MB 1e6 /* MB/s means 10^6 bytes per second, as OSU and bench_vipl */
+#define MAX_RUNS 31
+
+struct bench_opts {
+	const char *label;
+	const char *csv_path;
+	bool quick;
+	size_t min_size, max_size;
+	double run_time;        /* seconds per timed run */
+	int runs;
+};
+
+struct bench_ctx {
+	struct bench_opts o;
+	int rank, size;
+	FILE *csv;              /* rank 0 only */
+	const char *section;    /* "latency", "bw", ... */
+};
+
+/* Parse argv (after MPI_Init); on a bad option rank 0 prints usage and
+ * every rank exits through MPI_Finalize with status 2.  `defaults` gives
+ * the program's own size range and times. */
+void common_init(struct bench_ctx *b, const char *section, int argc, char **argv,
+		 const struct bench_opts *defaults);
+/* Close the CSV; MPI_Finalize is the caller's. */
+void common_finish(struct bench_ctx *b);
+
+/* The next size after s (0 -> 1, then x2; with --quick x4 except
+ * 4 -> 8 -> 16); 0 after the end of the range. */
+size_t next_size(const struct bench_ctx *b, size_t s);
+/* Page-aligned, zeroed and touched buffer (first-touch outside timing);
+ * aborts the job when out of memory. */
+void *bench_alloc(size_t bytes);
+
+/* Deterministic byte pattern for (size, salt): data moves, not just
+ * completions.  fill writes it, check returns 0 or the index+1 of the
+ * first wrong byte it finds (both ends and a stride through the middle). */
+void pattern_fill(unsigned char *p, size_t n, unsigned salt);
+size_t pattern_check(const unsigned char *p, size_t n, unsigned salt);
+/* Report a bad pattern and abort the job. */
+void pattern_fail(const struct bench_ctx *b, size_t size, size_t where);
+
+/* Iterations for one timed run: `warm_iters` took `warm_secs` on rank 0;
+ * aim at o.run_time, clamped to [lo, hi].  Rank 0 decides and tells every
+ * other rank by point-to-point messages, so that the p2p benchmarks
+ * depend on no collective. */
+long calibrate(const struct bench_ctx *b, double warm_secs, long warm_iters,
+	       long lo, long hi);
+
+/* Median / minimum / maximum of n doubles (n >= 1). */
+double stat_median(const double *v, int n);
+double stat_min(const double *v, int n);
+double stat_max(const double *v, int n);
+
+/* Header line: the library, the ranks and where each runs (gathered by
+ * point-to-point messages to rank 0), the options; and context CSV rows. */
+void print_header(struct bench_ctx *b, const char *title);
+/* One CSV row (rank 0, if --csv). */
+void csv_row(const struct bench_ctx *b, size_t x, const char *metric, double value);
+
+#endif /* BENCH_MPI_COMMON_H */

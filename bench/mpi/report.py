@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Tables of the MPI benchmark from its CSV (docs/bench-mpi.md).
+
+    /usr/bin/python3 bench/mpi/report.py [--targets-to-csv] mpi.csv
+
+Prints viaduct, Open MPI and MPICH side by side with ratios to viaduct,
+seed 004's Table 4 (viaduct with each protocol forced), figure 5
+(process_vm_readv against memcpy) and the targets of issue 4.  With
+--targets-to-csv the targets are appended to the CSV as rows of section
+"targets" (the plot draws them).  Standard library only.
+"""
+import argparse
+import csv
+import math
+import sys
+from collections import defaultdict
+
+IMPLS = (("viaduct", "viaduct"), ("openmpi", "Open MPI"), ("mpich", "MPICH"))
+PROTOS = (("viaduct_eager", "eager"), ("viaduct_get", "get"), ("viaduct_rndv", "rendezvous"))
+# Seed 004 Table 4, within an SMP node (LBP cluster, 1999); rendezvous was
+# only measured between nodes there.
+SEED = {
+    "eager": (8.62, 48.03, 0.3),
+    "get": (9.98, 100.02, 2.5),
+    "rendezvous": (12.75, 97.73, 21.0),
+}
+LAT_TARGET = 0.8      # viaduct 8-byte latency <= 0.8 x Open MPI's
+BW_TARGET = 1.0       # viaduct bandwidth >= 1.0 x max(Open MPI, MPICH)
+BW_STRETCH = 1.3      # at 4 MiB
+MIB = 1 << 20
+
+
+def load(path):
+    """{(section, case, metric): {x: value}} and {(case, metric): text}."""
+    data = defaultdict(dict)
+    context = {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if not reader.fieldnames or "section" not in reader.fieldnames:
+            sys.exit("report.py: %s is not a bench/mpi CSV" % path)
+        for row in reader:
+            if row["section"] == "context":
+                if row["metric"] == "failed":   # one row per failed run
+                    context.setdefault(("run", "failed"), []).append(row["value"])
+                else:
+                    context[(row["case"], row["metric"])] = row["value"]
+                continue
+            if row["section"] == "targets":
+                continue
+            try:
+                data[(row["section"], row["case"], row["metric"])][int(row["x"])] = float(row["value"])
+            except ValueError:
+                pass
+    return data, context
+
+
+def size_name(n):
+    if n >= MIB and n % MIB == 0:
+        return "%d MiB" % (n // MIB)
+    if n >= 1024 and n % 1024 == 0:
+        return "%d KiB" % (n // 1024)
+    return "%d B" % n
+
+
+def fmt(v, digits=2):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if abs(v) >= 1000:
+        return "%.0f" % v
+    if abs(v) >= 100:
+        return "%.1f" % v
+    return "%.*f" % (digits, v)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def print_table(title, cols, rows):
+    """cols: [(header, width)], rows: [[text...]]; right-aligned."""
+    print(title)
+    print("  ".join(h.rjust(w) for h, w in cols))
+    for r in rows:
+        print("  ".join(str(c).rjust(w) for c, (_, w) in zip(r, cols)))
+    print()
+
+
+def side_by_side(data, section, metric, title, unit, lower_better):
+    """One row per size: the three libraries, then viaduct / each other."""
+    series = {k: data.get((section, k, metric), {}) for k, _ in IMPLS}
+    sizes = sorted(set().union(*[s.keys() for s in series.values()]))
+    if not sizes:
+        return
+    present = [(k, n) for k, n in IMPLS if series[k]]
+    cols = [("size", 8)] + [(n + " " + unit, 14) for _, n in present]
+    others = [(k, n) for k, n in present if k != "viaduct"]
+    if series["viaduct"]:
+        cols += [("vd/" + n, 12) for _, n in others]
+        if not lower_better and len(others) > 1:
+            cols.append(("vd/best", 8))
+    rows = []
+    for s in sizes:
+        vals = {k: series[k].get(s) for k, _ in present}
+        r = [size_name(s)] + [fmt(vals[k]) for k, _ in present]
+        if series["viaduct"]:
+            r += [fmt(ratio(vals["viaduct"], vals[k])) for k, _ in others]
+            if not lower_better and len(others) > 1:
+                best = max((vals[k] for k, _ in others if vals[k]), default=None)
+                r.append(fmt(ratio(vals["viaduct"], best)))
+        rows.append(r)
+    how = "lower is better" if lower_better else "higher is better"
+    print_table("%s (%s; vd/X = viaduct / X)" % (title, how), cols, rows)
+
+
+def half_point(bw):
+    """Smallest size reaching half the maximum bandwidth, interpolated
+    between the measured sizes on a log2 scale; (bytes, max)."""
+    pts = sorted((s, v) for s, v in bw.items() if s > 0)
+    if not pts:
+        return None, None
+    top = max(v for _, v in pts)
+    prev = None
+    for s, v in pts:
+        if v >= top / 2:
+            if prev is None or prev[1] >= v:
+                return s, top
+            f = (top / 2 - prev[1]) / (v - prev[1])
+            return 2 ** (math.log2(prev[0]) + f * (math.log2(s) - math.log2(prev[0]))), top
+        prev = (s, v)
+    return None, top
+
+
+def table4(data):
+    cols = [p for p in PROTOS if data.get(("latency", p[0], "half_rtt_us"))]
+    if not cols:
+        return
+    head = [("", 34)] + [(n, 12) for _, n in cols] + [("seed 004: eager / get / rndv", 30)]
+    rows = []
+    lat = {k: data[("latency", k, "half_rtt_us")] for k, _ in cols}
+    pp = {k: {s: s / v for s, v in lat[k].items() if s > 0 and v > 0} for k, _ in cols}
+    win = {k: data.get(("bw", k, "mb_per_s"), {}) for k, _ in cols}
+    # Sizes >= 1 B: a 0-byte message always goes eager (src/mpi/proto.c).
+    minlat = {k: min(((s, v) for s, v in lat[k].items() if s > 0), key=lambda kv: kv[1],
+                     default=(0, None)) for k, _ in cols}
+    rows.append(["minimum latency, >= 1 B (us)"] + [fmt(minlat[k][1], 3) for k, _ in cols] +
+                ["8.62 / 9.98 / 12.75*"])
+    rows.append(["  at size"] + [size_name(minlat[k][0]) for k, _ in cols] + [""])
+    hp = {k: half_point(pp[k]) for k, _ in cols}
+    rows.append(["maximum bandwidth, ping-pong (MB/s)"] + [fmt(hp[k][1]) for k, _ in cols] +
+                ["48.03 / 100.02 / 97.73*"])
+    rows.append(["half-bandwidth point (KiB)"] +
+                [fmt(hp[k][0] / 1024 if hp[k][0] else None, 2) for k, _ in cols] +
+                ["0.3 / 2.5 / 21*"])
+    hw = {k: half_point(win[k]) for k, _ in cols}
+    rows.append(["maximum bandwidth, windowed (MB/s)"] + [fmt(hw[k][1]) for k, _ in cols] + [""])
+    rows.append(["half-bandwidth point, windowed (KiB)"] +
+                [fmt(hw[k][0] / 1024 if hw[k][0] else None, 2) for k, _ in cols] + [""])
+    largest = {k: max(lat[k]) for k, _ in cols}
+    rows.append(["largest size measured"] + [size_name(largest[k]) for k, _ in cols] + [""])
+    print_table("Table 4 (seed 004) on this machine: viaduct, protocol forced with "
+                "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, as "
+                "the seed; * rendezvous between nodes there)", head, rows)
+
+
+def figure5(data):
+    pv = data.get(("pvread", "process_vm_readv", "mb_per_s"), {})
+    mc = data.get(("pvread", "memcpy", "mb_per_s"), {})
+    us = data.get(("pvread", "process_vm_readv", "usec_per_call"), {})
+    if not pv:
+        return
+    rows = []
+    for s in sorted(pv):
+        rows.append([size_name(s), fmt(pv[s]), fmt(us.get(s), 3), fmt(mc.get(s)),
+                     fmt(ratio(pv[s], mc.get(s)))])
+    print_table("Figure 5 (seed 004): one-copy primitive process_vm_readv vs memcpy",
+                [("size", 8), ("pvreadv MB/s", 13), ("us/call", 9), ("memcpy MB/s", 12),
+                 ("ratio", 6)], rows)
+    small = [us[s] for s in sorted(us) if s <= 512]
+    half, top = half_point(pv)
+    big = [pv[s] / mc[s] for s in sorted(pv) if s >= MIB and mc.get(s)]
+    reach = [s for s in sorted(pv) if mc.get(s) and pv[s] >= 0.5 * mc[s]]
+    print("  cost of one call (median over sizes <= 512 B): %s us (seed 004: _pmVmRead's "
+          "ioctl, 5 us)" % (fmt(sorted(small)[len(small) // 2], 3) if small else "-"))
+    print("  process_vm_readv reaches half its maximum (%s MB/s) at %s" %
+          (fmt(top), size_name(int(half)) if half else "-"))
+    print("  first size at >= 0.5 x memcpy: %s; from 1 MiB up: %s x memcpy "
+          "(seed 004: same as memcpy above 3 KB)\n" %
+          (size_name(reach[0]) if reach else "none",
+           "%s-%s" % (fmt(min(big)), fmt(max(big))) if big else "-"))
+
+
+def verdict(v, ok):
+    if v is None:
+        return "n/a"
+    return "met" if ok else "NOT met"
+
+
+def targets(data):
+    """[(name, x, metric, value, bound, verdict, text)]."""
+    lat = {k: data.get(("latency", k, "half_rtt_us"), {}) for k, _ in IMPLS}
+    bw = {k: data.get(("bw", k, "mb_per_s"), {}) for k, _ in IMPLS}
+    out = []
+    r = ratio(lat["viaduct"].get(8), lat["openmpi"].get(8))
+    out.append(("latency_8b", 8, "vd_over_openmpi", r, LAT_TARGET,
+                verdict(r, r is not None and r <= LAT_TARGET),
+                "8-byte latency: viaduct %s us, Open MPI %s us" %
+                (fmt(lat["viaduct"].get(8), 3), fmt(lat["openmpi"].get(8), 3))))
+    for size, bound, name in ((MIB, BW_TARGET, "bw_1m"), (4 * MIB, BW_TARGET, "bw_4m"),
+                              (4 * MIB, BW_STRETCH, "bw_4m_stretch")):
+        others = [bw[k].get(size) for k in ("openmpi", "mpich") if bw[k].get(size)]
+        best = max(others) if others else None
+        r = ratio(bw["viaduct"].get(size), best)
+        out.append((name, size, "vd_over_best", r, bound,
+                    verdict(r, r is not None and r >= bound),
+                    "bandwidth at %s: viaduct %s MB/s, better of Open MPI/MPICH %s MB/s" %
+                    (size_name(size), fmt(bw["viaduct"].get(size)), fmt(best))))
+    return out
+
+
+def print_targets(rows):
+    print("Targets (issue 4; the same run)")
+    print("  %-16s %-8s %-8s %-8s %s" % ("target", "ratio", "bound", "verdict", "figures"))
+    for name, _, _, r, bound, v, text in rows:
+        rel = "<=" if name == "latency_8b" else ">="
+        print("  %-16s %-8s %-8s %-8s %s" % (name, fmt(r, 3), rel + "%.1f" % bound, v, text))
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--targets-to-csv", action="store_true",
+                    help="append the targets to the CSV (section targets)")
+    a = ap.parse_args()
+    data, context = load(a.csv)
+    print("=" * 78)
+    print("bench/mpi summary: %s, %s, load before %s, %s" % (
+        context.get(("run", "cpu_model"), "?"), context.get(("run", "cpus"), "?"),
+        context.get(("run", "load_before"), "?"), context.get(("run", "mode"), "?")))
+    for k, name in IMPLS:
+        lib = context.get((k, "latency_library"))
+        where = context.get((k, "latency_placement"))
+        if lib:
+            print("  %-8s %s [%s]" % (name, lib[:70], where or "?"))
+    print("=" * 78 + "\n")
+    side_by_side(data, "latency", "half_rtt_us", "Ping-pong latency, half round trip", "us", True)
+    side_by_side(data, "bw", "mb_per_s", "Windowed bandwidth (64 in flight)", "MB/s", False)
+    side_by_side(data, "bibw", "mb_per_s", "Bidirectional bandwidth", "MB/s", False)
+    side_by_side(data, "allreduce", "usec", "MPI_Allreduce (SUM, float), 2 ranks", "us", True)
+    table4(data)
+    figure5(data)
+    rows = targets(data)
+    print_targets(rows)
+    failed = context.get(("run", "failed"), [])
+    if failed:
+        print("FAILED runs (their missing sizes show as '-'):")
+        for f in failed:
+            print("  " + f)
+        print()
+    if a.targets_to_csv:
+        with open(a.csv, "a", newline="") as f:
+            w = csv.writer(f)
+            for name, x, metric, r, bound, v, _ in rows:
+                w.writerow(["targets", name, x, metric, "nan" if r is None else "%.6g" % r])
+                w.writerow(["targets", name, x, "bound", bound])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: the blocking collectives that reduce or synchronise --
+ * Barrier, Bcast, Reduce, Allreduce, Reduce_scatter(_block), Scan, Exscan
+ * -- and the helpers every coll*.c file shares.  (Data movement without
+ * reduction lives in coll_move.c.)
+ *
+ * Everything travels on the communicator's collective context (ctx + 1)
+ * with tag VD_COLL_TAG.  Point to point is FIFO per pair and context, and
+ * every rank runs the collectives of a communicator in the same order, so
+ * the messages of consecutive collectives never mix.
+ *
+ * Reductions combine partial results in rank order (lower ranks' part as
+ * the left operand), so the same algorithms serve non-commutative ops:
+ * the MPI ops are all associative, which is all the order-keeping trees
+ * need.  Temporary buffers use the datatype's own layout
+ * (vd_dtype_scratch), so reduction kernels and user functions see what
+ * they would see in the user's buffers.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "typeop.h"
+
+/* ---- shared helpers ----------------------------------------------------- */
+
+int vd_coll_isend(const void *buf, int count, MPI_Datatype dt, int dest,
+		  struct vd_comm *c, MPI_Request *req)
+{
+	int r = vd_isend(buf, count, dt, dest, VD_COLL_TAG, c, c->ctx + 1, VD_SEND_STD, req);
+
+	return r ? vd_mpi_errno(r) : MPI_SUCCESS;
+}
+
+int vd_coll_irecv(void *buf, int count, MPI_Datatype dt, int src, struct vd_comm *c,
+		  MPI_Request *req)
+{
+	int r = vd_irecv(buf, count, dt, src, VD_COLL_TAG, c, c->ctx + 1, req);
+
+	return r ? vd_mpi_errno(r) : MPI_SUCCESS;
+}
+
+/* Wait for all n (MPI_REQUEST_NULL entries allowed); the first error. */
+int vd_coll_waitall(int n, MPI_Request *reqs)
+{
+	int err = MPI_SUCCESS;
+
+	for (int i = 0; i < n; i++) {
+		int e = vd_wait(&reqs[i], MPI_STATUS_IGNORE);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
+/* The checks every (buffer, count, datatype) argument gets. */
+int vd_coll_check_buf(const void *buf, int count, MPI_Datatype dt, struct vd_dtype **t)
+{
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	if (!(*t = vd_dtype_comm(dt)))
+		return MPI_ERR_TYPE;
+	if (!buf && count > 0 && (*t)->size > 0)
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
+/* Copy sc elements of st at s into r as rc elements of rt (type
+ * signatures match: only the byte counts are checked). */
+int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int rc,
+		       struct vd_dtype *rt)
+{
+	size_t sbytes = (size_t)sc * (size_t)st->size;
+	void *tmp;
+
+	if (sbytes > (size_t)rc * (size_t)rt->size)
+		return MPI_ERR_TRUNCATE;
+	if (sbytes == 0 || s == r)
+		return MPI_SUCCESS;
+	if (st->contig && rt->contig) {
+		memcpy(r, s, sbytes);
+	} else if (st->contig) {
+		vd_dtype_unpack(rt, s, sbytes, r);
+	} else if (rt->contig) {
+		vd_dtype_pack(st, s, sc, r);
+	} else {
+		if (!(tmp = malloc(sbytes)))
+			return MPI_ERR_NO_MEM;
+		vd_dtype_pack(st, s, sc, tmp);
+		vd_dtype_unpack(rt, tmp, sbytes, r);
+		free(tmp);
+	}
+	return MPI_SUCCESS;
+}
+
+/* The communicator, or NULL after raising MPI_ERR_COMM in *err. */
+struct vd_comm *vd_coll_comm(MPI_Comm comm, const char *fn, int *err)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+
+	*err = c ? MPI_SUCCESS : vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_COMM, fn);
+	return c;
+}
+
+static void swap_ptr(char **a, char **b)
+{
+	char *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* ---- Barrier: dissemination --------------------------------------------------- */
+
+/* ceil(log2 n) rounds; in round k every rank signals rank + 2^k and hears
+ * from rank - 2^k, so after the last round each has (transitively) heard
+ * from all. */
+static int barrier(struct vd_comm *c)
+{
+	int n = c->size, me = c->rank, err = MPI_SUCCESS;
+	char s = 0, r;                  /* empty messages, but real addresses */
+
+	for (int k = 1; k < n && !err; k <<= 1)
+		err = vd_coll_sendrecv(&s, 0, MPI_BYTE, (me + k) % n, &r, 0, MPI_BYTE,
+				       (me - k + n) % n, c);
+	return err;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Barrier";
+	struct vd_comm *c;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	return vd_mpi_raise(comm, barrier(c), fn);
+}
+
+/* ---- Bcast: binomial tree -------------------------------------------------------- */
+
+int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c)
+{
+	int n = c->size, vr = (c->rank - root + n) % n, mask = 1, err = MPI_SUCCESS;
+
+	/* Receive from the parent: vr with its lowest set bit cleared. */
+	while (mask < n) {
+		if (vr & mask) {
+			err = vd_coll_recv(buf, count, dt, (vr - mask + root) % n, c);
+			break;
+		}
+		mask <<= 1;
+	}
+	/* Forward to the children vr + 2^k below that bit, largest subtree
+	 * first (it has the most forwarding left to do). */
+	for (mask >>= 1; mask > 0 && !err; mask >>= 1)
+		if (vr + mask < n)
+			err = vd_coll_send(buf, count, dt, (vr + mask + root) % n, c);
+	return err;
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Bcast";
+	struct vd_comm *c;
+	struct vd_dtype *t;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if ((err = vd_coll_check_buf(buffer, count, datatype, &t)))
+		return vd_mpi_raise(comm, err, fn);
+	if (root < 0 || root >= c->size)
+		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
+	if (c->size == 1 || count == 0)
+		return MPI_SUCCESS;
+	return vd_mpi_raise(comm, vd_coll_bcast(buffer, count, datatype, root, c), fn);
+}
+
+/* ---- Reduce: binomial tree ------------------------------------------------------------ */
+
+/* Checks shared by the reductions: buffers, type, op. */
+static int check_reduce(const void *sbuf, const void *rbuf, int count, MPI_Datatype dt,
+			MPI_Op op, bool rbuf_used, struct vd_dtype **t)
+{
+	int err = vd_coll_check_buf(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, t);
+
+	if (err)
+		return err;
+	if (rbuf_used && !rbuf && count > 0 && (*t)->size > 0)
+		return MPI_ERR_BUFFER;
+	if ((err = vd_op_check(op, dt)))
+		return err;
+	/* The same buffer twice is what MPI_IN_PLACE is for. */
+	if (rbuf_used && sbuf == rbuf && count > 0)
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
+/* Reduce `in` (count elements of dt) over c into `out` at root.  A
+ * commutative op uses the tree rooted at root; otherwise the tree rooted
+ * at 0, whose combination order is rank order, then 0 hands the result to
+ * root.  Each node combines acc (its lower ranks) op child's part. */
+int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		   int root, struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	int n = c->size, me = c->rank;
+	int troot = vd_op_commutative(op) ? root : 0;
+	int vr = (me - troot + n) % n, err = MPI_SUCCESS;
+	void *m1 = NULL, *m2 = NULL;
+	char *acc, *tmp;
+
+	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
+		if (n == 1)
+			vd_dtype_copy(t, in, out, count);
+		else
+			err = vd_coll_send(in, count, dt, (vr - 1 + troot) % n, c);
+		if (!err && n > 1 && me == root && me != troot)
+			err = vd_coll_recv(out, count, dt, troot, c);
+		return err;
+	}
+	/* The root accumulates in its output buffer: one copy less. */
+	acc = me == root ? out : vd_dtype_scratch(t, count, &m1);
+	tmp = vd_dtype_scratch(t, count, &m2);
+	if (!acc || !tmp) {
+		err = MPI_ERR_NO_MEM;
+		goto out;
+	}
+	vd_dtype_copy(t, in, acc, count);
+	for (int mask = 1; mask < n && !err; mask <<= 1) {
+		if (vr & mask) {
+			err = vd_coll_send(acc, count, dt, (vr - mask + troot) % n, c);
+			break;
+		}
+		if ((vr | mask) >= n)
+			continue;
+		err = vd_coll_recv(tmp, count, dt, ((vr | mask) + troot) % n, c);
+		if (!err)
+			err = vd_op_apply(op, acc, tmp, count, dt);     /* tmp = acc op tmp */
+		swap_ptr(&acc, &tmp);
+	}
+	if (!err && vr == 0) {
+		if (me == root)
+			vd_dtype_copy(t, acc, out, count);  /* no-op unless swapped */
+		else
+			err = vd_coll_send(acc, count, dt, root, c);
+	}
+	if (!err && me == root && vr != 0)
+		err = vd_coll_recv(out, count, dt, troot, c);
+out:
+	free(m1);
+	free(m2);
+	return err;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+	       MPI_Op op, int root, MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Reduce";
+	struct vd_comm *c;
+	struct vd_dtype *t;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if (root < 0 || root >= c->size)
+		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
+	if (sendbuf == MPI_IN_PLACE && c->rank != root)
+		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
+	err = check_reduce(sendbuf, recvbuf, count, datatype, op, c->rank == root, &t);
+	if (err)
+		return vd_mpi_raise(comm, err, fn);
+	if (count == 0)
+		return MPI_SUCCESS;
+	if (sendbuf == MPI_IN_PLACE)
+		sendbuf = recvbuf;
+	return vd_mpi_raise(comm, vd_coll_reduce(sendbuf, recvbuf, count, datatype, op,
+						 root, c), fn);
+}
+
+/* ---- Allreduce: recursive doubling ------------------------------------------------------ */
+
+/* The largest power of two <= n. */
+static int pof2_below(int n)
+{
+	int p = 1;
+
+	while (p <= n / 2)
+		p <<= 1;
+	return p;
+}
+
+/* With n = pof2 + rem: ranks 0..2rem-1 pair up first (even sends to odd,
+ * odd keeps even op odd), leaving pof2 participants whose "new ranks"
+ * stay in rank order; recursive doubling among them; the odd ranks then
+ * give the result back to their even partner.  out holds the input. */
+static int allreduce_rd(void *out, int count, MPI_Datatype dt, MPI_Op op,
+			struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	int n = c->size, me = c->rank, pof2 = pof2_below(n), rem = n - pof2;
+	int newrank = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
+	int err = MPI_SUCCESS;
+	void *mem;
+	char *acc = out, *tmp = vd_dtype_scratch(t, count, &mem);
+
+	if (!tmp)
+		return MPI_ERR_NO_MEM;
+	if (me < 2 * rem && newrank < 0) {
+		err = vd_coll_send(out, count, dt, me + 1, c);
+	} else if (me < 2 * rem) {
+		err = vd_coll_recv(tmp, count, dt, me - 1, c);
+		if (!err)
+			err = vd_op_apply(op, tmp, acc, count, dt);
+	}
+	for (int mask = 1; newrank >= 0 && mask < pof2 && !err; mask <<= 1) {
+		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+
+		err = vd_coll_sendrecv(acc, count, dt, dst, tmp, count, dt, dst, c);
+		if (err)
+			break;
+		if (dst < me) {
+			err = vd_op_apply(op, tmp, acc, count, dt);     /* acc = tmp op acc */
+		} else {
+			err = vd_op_apply(op, acc, tmp, count, dt);     /* tmp = acc op tmp */
+			swap_ptr(&acc, &tmp);
+		}
+	}
+	if (!err && acc != (char *)out)
+		vd_dtype_copy(t, acc, out, count);
+	if (!err && me < 2 * rem)
+		err = newrank < 0 ? vd_coll_recv(out, count, dt, me + 1, c)
+				  : vd_coll_send(out, count, dt, me - 1, c);
+	free(mem);
+	return err;
+}
+
+/* Large vectors, commutative op: reduce-scatter by recursive halving, then
+ * allgather by recursive doubling (Rabenseifner) -- each rank moves and
+ * reduces about 2 (n-1)/n of the vector instead of log2(n) whole ones.
+ * The vector is cut into pof2 pieces of elements; in the halving round
+ * with distance `mask` (largest first) a rank keeps the half of its
+ * current window on its side of that bit and sends the other half; the
+ * doubling rounds retrace the steps.  Non-powers of two fold first, as in
+ * allreduce_rd. */
+static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
+			  struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	int n = c->size, me = c->rank, pof2 = pof2_below(n), rem = n - pof2;
+	int newrank = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
+	int lo = 0, hi = pof2, err = MPI_SUCCESS;
+	void *mem;
+	char *tmp = vd_dtype_scratch(t, count, &mem);
+
+/* First element of piece i (piece pof2: the end). */
+#define PIECE(i) ((long)(i) * (count / pof2) + ((i) < count % pof2 ? (i) : count % pof2))
+	if (!tmp)
+		return MPI_ERR_NO_MEM;
+	if (me < 2 * rem && newrank < 0) {
+		err = vd_coll_send(out, count, dt, me + 1, c);
+	} else if (me < 2 * rem) {
+		err = vd_coll_recv(tmp, count, dt, me - 1, c);
+		if (!err)
+			err = vd_op_apply(op, tmp, out, count, dt);
+	}
+	for (int mask = pof2 / 2; newrank >= 0 && mask > 0 && !err; mask /= 2) {
+		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+		int mid = (lo + hi) / 2, klo = newrank & mask ? mid : lo;
+		int khi = newrank & mask ? hi : mid, slo = newrank & mask ? lo : mid;
+		int shi = newrank & mask ? mid : hi;
+		long k0 = PIECE(klo), k1 = PIECE(khi), s0 = PIECE(slo), s1 = PIECE(shi);
+
+		err = vd_coll_sendrecv((char *)out + s0 * t->extent, (int)(s1 - s0), dt, dst,
+				       tmp + k0 * t->extent, (int)(k1 - k0), dt, dst, c);
+		if (!err)
+			err = vd_op_apply(op, tmp + k0 * t->extent, (char *)out + k0 * t->extent,
+					  (int)(k1 - k0), dt);
+		lo = klo;
+		hi = khi;
+	}
+	for (int mask = 1; newrank >= 0 && mask < pof2 && !err; mask *= 2) {
+		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+		/* the partner's window is our window's sibling */
+		int plo = newrank & mask ? lo - (hi - lo) : hi, phi = plo + (hi - lo);
+		long m0 = PIECE(lo), m1 = PIECE(hi), p0 = PIECE(plo), p1 = PIECE(phi);
+
+		err = vd_coll_sendrecv((char *)out + m0 * t->extent, (int)(m1 - m0), dt, dst,
+				       (char *)out + p0 * t->extent, (int)(p1 - p0), dt, dst, c);
+		lo = plo < lo ? plo : lo;
+		hi = phi > hi ? phi : hi;
+	}
+#undef PIECE
+	if (!err && me < 2 * rem)
+		err = newrank < 0 ? vd_coll_recv(out, count, dt, me + 1, c)
+				  : vd_coll_send(out, count, dt, me - 1, c);
+	free(mem);
+	return err;
+}
+
+/* From this many bytes on, a commutative allreduce splits the vector
+ * (allreduce_rsag); below, whole-vector recursive doubling has fewer
+ * rounds' latency. */
+#define VD_ALLREDUCE_SPLIT_MIN 16384
+
+int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		      struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+
+	if (in != out)
+		vd_dtype_copy(t, in, out, count);
+	if (c->size == 1 || count == 0)
+		return MPI_SUCCESS;
+	if (vd_op_commutative(op) && count >= pof2_below(c->size) &&
+	    (size_t)count * (size_t)t->size >= VD_ALLREDUCE_SPLIT_MIN)
+		return allreduce_rsag(out, count, dt, op, c);
+	return allreduce_rd(out, count, dt, op, c);
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+		  MPI_Op op, MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Allreduce";
+	struct vd_comm *c;
+	struct vd_dtype *t;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if ((err = check_reduce(sendbuf, recvbuf, count, datatype, op, true, &t)))
+		return vd_mpi_raise(comm, err, fn);
+	if (sendbuf == MPI_IN_PLACE)
+		sendbuf = recvbuf;
+	return vd_mpi_raise(comm, vd_coll_allreduce(sendbuf, recvbuf, count, datatype, op, c),
+			    fn);
+}
+
+/* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
+
+/* The whole vector is reduced at rank 0 (in rank order, so any op works)
+ * and its pieces scattered: a binomial tree for equal pieces, linear from
+ * rank 0 for varying ones (as MPI_Scatterv). */
+static int reduce_scatter(const void *in, void *out, const int *counts, int total,
+			  MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	int n = c->size, err, *displs = NULL;
+	void *mem = NULL;
+	char *whole = NULL;
+	bool block = true;
+
+	for (int i = 1; i < n; i++)
+		block = block && counts[i] == counts[0];
+	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
+		return MPI_ERR_NO_MEM;
+	err = vd_coll_reduce(in, whole, total, dt, op, 0, c);
+	if (!err && block) {
+		err = vd_coll_scatter(whole, counts[0], dt, out, counts[0], dt, 0, c);
+	} else if (!err) {
+		if (!(displs = malloc((size_t)n * sizeof(int))))
+			err = MPI_ERR_NO_MEM;
+		for (int i = 0, d = 0; !err && i < n; d += counts[i++])
+			displs[i] = d;
+		if (!err)
+			err = vd_coll_scatterv(whole, counts, displs, dt, out, counts[c->rank],
+					       dt, 0, c);
+	}
+	free(displs);
+	free(mem);
+	return err;
+}
+
+static int check_reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
+				MPI_Datatype dt, MPI_Op op, struct vd_comm *c, int *total)
+{
+	struct vd_dtype *t;
+	long long sum = 0;
+	int err;
+
+	if (!counts)
+		return MPI_ERR_ARG;
+	for (int i = 0; i < c->size; i++) {
+		if (counts[i] < 0)
+			return MPI_ERR_COUNT;
+		sum += counts[i];
+	}
+	if (sum > INT_MAX)
+		return MPI_ERR_COUNT;
+	*total = (int)sum;
+	/* sendbuf holds the whole vector; recvbuf (or, in place, the whole
+	 * vector) this rank's piece. */
+	if ((err = vd_coll_check_buf(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
+				     *total, dt, &t)))
+		return err;
+	if (!recvbuf && counts[c->rank] > 0 && t->size > 0)
+		return MPI_ERR_BUFFER;
+	if ((err = vd_op_check(op, dt)))
+		return err;
+	if (sendbuf == recvbuf && *total > 0)
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+		       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Reduce_scatter";
+	struct vd_comm *c;
+	int err, total;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if ((err = check_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, c, &total)))
+		return vd_mpi_raise(comm, err, fn);
+	if (total == 0)
+		return MPI_SUCCESS;
+	if (sendbuf == MPI_IN_PLACE)
+		sendbuf = recvbuf;
+	return vd_mpi_raise(comm, reduce_scatter(sendbuf, recvbuf, recvcounts, total,
+						 datatype, op, c), fn);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+			     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+	static const char fn[] = "MPI_Reduce_scatter_block";
+	struct vd_comm *c;
+	int err, total, *counts;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if (recvcount < 0)
+		return vd_mpi_raise(comm, MPI_ERR_COUNT, fn);
+	if (!(counts = malloc((size_t)c->size * sizeof(int))))
+		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, fn);
+	for (int i = 0; i < c->size; i++)
+		counts[i] = recvcount;
+	err = check_reduce_scatter(sendbuf, recvbuf, counts, datatype, op, c, &total);
+	if (!err && total > 0)
+		err = reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+				     counts, total, datatype, op, c);
+	free(counts);
+	return vd_mpi_raise(comm, err, fn);
+}
+
+/* ---- Scan / Exscan: recursive doubling ------------------------------------------------------ */
+
+/* In round `mask` a rank swaps with rank ^ mask the reduction of its
+ * aligned block of `mask` ranks (partial); a partner below contributes to
+ * the result (out = theirs op out) and, on both sides, the lower block's
+ * part goes on the left.  Exclusive: rank 0 never gets a value, the others
+ * take the first lower part as is. */
+static int scan_rd(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		   struct vd_comm *c, bool exclusive)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	int n = c->size, me = c->rank, err = MPI_SUCCESS;
+	bool have = !exclusive;
+	void *m1, *m2;
+	char *part = vd_dtype_scratch(t, count, &m1), *tmp = vd_dtype_scratch(t, count, &m2);
+
+	if (!part || !tmp) {
+		err = MPI_ERR_NO_MEM;
+		goto out;
+	}
+	vd_dtype_copy(t, in, part, count);      /* before out is written: in may be out */
+	if (!exclusive)
+		vd_dtype_copy(t, in, out, count);
+	for (int mask = 1; mask < n && !err; mask <<= 1) {
+		int dst = me ^ mask;
+
+		if (dst >= n)
+			continue;
+		err = vd_coll_sendrecv(part, count, dt, dst, tmp, count, dt, dst, c);
+		if (err)
+			break;
+		if (dst < me) {
+			if (have)
+				err = vd_op_apply(op, tmp, out, count, dt);
+			else
+				vd_dtype_copy(t, tmp, out, count);
+			have = true;
+			if (!err)
+				err = vd_op_apply(op, tmp, part, count, dt);
+		} else {
+			err = vd_op_apply(op, part, tmp, count, dt);
+			swap_ptr(&part, &tmp);
+		}
+	}
+out:
+	free(m1);
+	free(m2);
+	return err;
+}
+
+static int scan_api(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+		    MPI_Op op, MPI_Comm comm, bool exclusive, const char *fn)
+{
+	struct vd_comm *c;
+	struct vd_dtype *t;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(c = vd_coll_comm(comm, fn, &err)))
+		return err;
+	if ((err = check_reduce(sendbuf, recvbuf, count, datatype, op, true, &t)))
+		return vd_mpi_raise(comm, err, fn);
+	if (count == 0 || (exclusive && c->size == 1))
+		return MPI_SUCCESS;
+	if (sendbuf == MPI_IN_PLACE)
+		sendbuf = recvbuf;
+	return vd_mpi_raise(comm, scan_rd(sendbuf, recvbuf, count, datatype, op, c, exclusive),
+			    fn);
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+	     MPI_Op op, MPI_Comm comm)
+{
+	return scan_api(sendbuf, recvbuf, count, datatype, op, comm, false, "MPI_Scan");
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+	       MPI_Op op, MPI_Comm comm)
+{
+	return scan_api(sendbuf, recvbuf, count, datatype, op, comm, true, "MPI_Exscan");
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The point-to-point engine's private state (p2p.c, wire.c, proto.c).
+ *
+ * Every pair of ranks shares one VI (reliable delivery, viaduct flow
+ * control: a send waits until the peer has a receive posted, so the
+ * pre-posted eager buffers are the credits).  All receive queues feed one
+ * CQ, so progress costs O(1) per message whatever the job size.
+ */
+#ifndef VIADUCT_MPI_ENGINE_H
+#define VIADUCT_MPI_ENGINE_H
+
+#include "mpi_internal.h"
+
+/* Wire header in front of every message (versioned by `magic`). */
+enum vd_msg_type {
+	VD_MSG_EAGER = 1,       /* header + payload */
+	VD_MSG_RTS_GET = 2,     /* receiver reads [addr, len) with RDMA read */
+	VD_MSG_RTS_RNDV = 3,    /* receiver answers CTS, sender RDMA-writes */
+	VD_MSG_CTS = 4,         /* receiver's buffer: addr, mh, rreq */
+	VD_MSG_DONE = 5,        /* receiver finished reading: sreq completes */
+	VD_MSG_SYNC_ACK = 6,    /* synchronous send matched: sreq completes */
+};
+
+#define VD_MSG_MAGIC 0x76644d31u        /* "vdM1" */
+#define VD_MSGF_SYNC 0x1u               /* sender wants SYNC_ACK when matched */
+
+struct vd_msg {
+	uint32_t magic;
+	uint8_t type;
+	uint8_t flags;
+	uint16_t reserved;
+	uint32_t ctx;
+	int32_t src;                    /* sender's rank in the communicator */
+	int32_t tag;
+	uint32_t sreq, rreq;            /* request ids at sender / receiver */
+	uint32_t reserved1;
+	uint64_t len;                   /* message bytes (packed) */
+	uint64_t addr;                  /* RTS_GET: source; CTS: destination */
+	uint32_t mh;                    /* memory handle for addr */
+	uint32_t reserved2[3];
+};
+_Static_assert(sizeof(struct vd_msg) == 64, "wire header");
+
+/* Requests. */
+enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV };
+
+struct vd_req {
+	enum vd_req_kind kind;
+	uint32_t id;                    /* handle value (index + 1) */
+	bool done, freed, cancelled;
+	int err;                        /* MPI error class at completion */
+	MPI_Status st;
+	MPI_Comm comm;                  /* for raising its errors */
+	/* matching (receives) */
+	uint32_t ctx;
+	int src, tag;
+	/* the user's buffer */
+	void *buf;
+	int count;
+	MPI_Datatype dt;
+	struct vd_dtype *t;
+	size_t bytes;                   /* count * size: capacity or length */
+	/* contiguous bytes actually moved: buf itself, or a packed copy */
+	void *data;
+	void *tmp;                      /* packed copy to free, or NULL */
+	VIP_MEM_HANDLE mh;              /* registration of data, or 0 */
+	bool own_mh;                    /* registered by us: deregister */
+	/* sends */
+	int peer;                       /* world rank */
+	enum vd_send_mode mode;
+	bool queued;                    /* waiting for a send slot */
+	struct vd_msg hdr;              /* what to send once a slot frees */
+	struct vd_req *next;            /* posted-receive or send queue */
+};
+
+/* An arrived message nobody asked for yet. */
+struct vd_unexp {
+	struct vd_msg hdr;
+	int peer;                       /* world rank it came from */
+	void *payload;                  /* EAGER: malloc'ed copy */
+	struct vd_unexp *next;
+};
+
+struct vd_req *vd_req_new(enum vd_req_kind kind);
+struct vd_req *vd_req_get(MPI_Request handle);
+void vd_req_release(struct vd_req *r);
+void vd_req_complete(struct vd_req *r, int err);
+
+/* wire.c: VIPL plumbing. */
+int vd_wire_init(void);
+void vd_wire_finalize(void);
+/* Send a header (+ payload of len bytes, copied) to world rank peer;
+ * queues r (if given) when no send slot is free.  0 or -errno. */
+int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len);
+/* RDMA on behalf of request r: read into local [data,len) from the peer's
+ * raddr, or write local data to raddr with immediate imm (which consumes
+ * a receive at the peer).  vd_proto_read_done/write_done(r, err) follow
+ * when the slot is reaped. */
+int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
+		      uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len);
+int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
+			   VIP_MEM_HANDLE lmh, uint64_t raddr, VIP_MEM_HANDLE rmh,
+			   size_t len, uint32_t imm);
+int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
+		     VIP_MEM_HANDLE *mh);
+void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh);
+/* Handle everything that arrived; block=true sleeps (briefly) when
+ * nothing did.  Returns the number of events handled. */
+int vd_progress(bool block);
+/* Sends queued or in flight on any VI (MPI_Finalize drains them). */
+bool vd_wire_busy(void);
+size_t vd_eager_max(void);
+
+/* regcache.c: registrations of message buffers, reused (RDMA read and
+ * write enabled).  0 or -errno. */
+int vd_regcache_get(void *addr, size_t len, VIP_MEM_HANDLE *mh);
+void vd_regcache_put(void *addr, VIP_MEM_HANDLE mh);
+void vd_regcache_flush(void);
+
+/* proto.c: what arrives. */
+void vd_proto_arrived(int peer, const struct vd_msg *m, const void *payload, size_t plen);
+void vd_proto_rdma_written(uint32_t rreq);
+void vd_proto_read_done(struct vd_req *r, int err);
+void vd_proto_write_done(struct vd_req *r, int err);
+/* Start a send (p2p.c calls it). */
+int vd_proto_send(struct vd_req *r);
+/* A posted receive met a message (unexpected or arriving). */
+void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
+
+/* req.c: matching queues, in post / arrival order. */
+struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag);
+void vd_post_recv(struct vd_req *r);
+bool vd_unpost_recv(struct vd_req *r);
+void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
+/* First unexpected message matching; `take` removes it (caller frees
+ * it and its payload). */
+struct vd_unexp *vd_unexp_find(uint32_t ctx, int src, int tag, bool take);
+void vd_req_finalize(void);
+
+#endif /* VIADUCT_MPI_ENGINE_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MPI_Init / MPI_Finalize: the order in which the layers come up (PMI,
+ * datatypes, communicators, the VIPL wiring) and go down.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void init_failed(const char *what, int err)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "viaduct MPI: rank %d: MPI_Init: %s failed: %s",
+		 vd_mpi.rank, what, strerror(err < 0 ? -err : err));
+	fprintf(stderr, "%s\n", msg);
+	vd_pmi_abort(MPI_ERR_OTHER, msg);
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int err;
+
+	(void)argc;
+	(void)argv;
+	if (vd_mpi.phase != VD_MPI_BEFORE)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init");
+	err = vd_pmi_init(&vd_mpi.rank, &vd_mpi.size, vd_mpi.jobid, sizeof(vd_mpi.jobid));
+	if (err)
+		init_failed("the PMI handshake with the launcher", err);
+	/* No lock inside the MPI layer: one thread at a time. */
+	vd_mpi.thread_level = required < MPI_THREAD_SERIALIZED ? required
+							      : MPI_THREAD_SERIALIZED;
+	if (vd_mpi.thread_level < MPI_THREAD_SINGLE)
+		vd_mpi.thread_level = MPI_THREAD_SINGLE;
+	if (provided)
+		*provided = vd_mpi.thread_level;
+	if ((err = vd_dtype_init()) || (err = vd_comm_init()))
+		init_failed("setting up datatypes and communicators", err);
+	__atomic_store_n(&vd_mpi.phase, VD_MPI_RUNNING, __ATOMIC_RELEASE);
+	err = vd_wire_init();
+	if (err)
+		init_failed("connecting the ranks through VIPL", err);
+	vd_mpi.wtime0 = now();
+	return MPI_SUCCESS;
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+	return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, NULL);
+}
+
+int MPI_Initialized(int *flag)
+{
+	if (!flag)
+		return MPI_ERR_ARG;
+	*flag = vd_mpi.phase != VD_MPI_BEFORE;
+	return MPI_SUCCESS;
+}
+
+int MPI_Finalized(int *flag)
+{
+	if (!flag)
+		return MPI_ERR_ARG;
+	*flag = vd_mpi.phase == VD_MPI_AFTER;
+	return MPI_SUCCESS;
+}
+
+int MPI_Query_thread(int *provided)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Query_thread");
+	if (!provided)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Query_thread");
+	*provided = vd_mpi.thread_level;
+	return MPI_SUCCESS;
+}
+
+int MPI_Finalize(void)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Finalize");
+	/* Everything this rank queued goes out before anyone disconnects. */
+	while (vd_wire_busy())
+		vd_progress(false);
+	/* From here peers may leave at any moment (the barrier does not
+	 * release every rank at once): a lost connection is no error. */
+	__atomic_store_n(&vd_mpi.phase, VD_MPI_AFTER, __ATOMIC_RELEASE);
+	vd_pmi_fence();
+	vd_regcache_flush();
+	vd_mpi_mem_finalize();
+	vd_wire_finalize();
+	vd_comm_finalize();
+	vd_dtype_finalize();
+	vd_req_finalize();
+	vd_pmi_finalize();
+	return MPI_SUCCESS;
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+	char msg[64];
+
+	(void)comm;
+	snprintf(msg, sizeof(msg), "MPI_Abort(%d) called", errorcode);
+	fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
+	vd_pmi_abort(errorcode, msg);
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: objects shared by the files of src/mpi.  This layer is a
+ * client of VIPL and sees only public headers (mpi.h, vipl.h,
+ * viaduct/viaduct.h).
+ *
+ * Error convention inside: 0 or a negative errno for failures of the
+ * machinery (-ENOMEM, -EIO for a dead peer, -EMSGSIZE for truncation);
+ * argument checks at the API functions produce MPI_ERR_* directly, and
+ * vd_mpi_raise() hands every error to the communicator's error handler.
+ *
+ * Threading: MPI_THREAD_SERIALIZED (one thread in the library at a time);
+ * nothing here locks.
+ */
+#ifndef VIADUCT_MPI_INTERNAL_H
+#define VIADUCT_MPI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+#include <vipl.h>
+#include <viaduct/viaduct.h>
+
+/* ---- state of the library (env.c) ---------------------------------------- */
+enum vd_mpi_phase { VD_MPI_BEFORE = 0, VD_MPI_RUNNING = 1, VD_MPI_AFTER = 2 };
+
+struct vd_mpi_world {
+	enum vd_mpi_phase phase;
+	int rank, size;                 /* in MPI_COMM_WORLD */
+	int thread_level;               /* provided */
+	char jobid[64];                 /* PMI kvsname: unique per job */
+	double wtime0;
+};
+extern struct vd_mpi_world vd_mpi;
+
+/* errh.c: vd_mpi_raise, and with MPI_ERRORS_ARE_FATAL the message also
+ * gets ": detail". */
+int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail);
+/* env.c: 0 (and *mh if not NULL) if [addr, addr+len) lies inside one
+ * MPI_Alloc_mem region; -ENOENT otherwise. */
+int vd_mpi_mem_lookup(const void *addr, size_t len, VIP_MEM_HANDLE *mh);
+/* env.c: deregister every MPI_Alloc_mem region (MPI_Finalize). */
+void vd_mpi_mem_finalize(void);
+/* group.c: free the group table (vd_comm_finalize calls it). */
+void vd_group_finalize(void);
+
+/* MPI_ERR_* for a negative errno from the machinery. */
+int vd_mpi_errno(int err);
+/* Report `code` (an MPI_ERR_* class) raised by `fn` on `comm`: with
+ * MPI_ERRORS_ARE_FATAL print "viaduct MPI: rank R: fn: <text>" and abort
+ * the job (vd_pmi_abort); with MPI_ERRORS_RETURN return code.  MPI_SUCCESS
+ * passes through. */
+int vd_mpi_raise(MPI_Comm comm, int code, const char *fn);
+/* MPI_ERR_OTHER unless MPI is initialised and not finalised. */
+#define VD_MPI_CHECK_RUNNING(fn)                                              \
+	do {                                                                  \
+		if (vd_mpi.phase != VD_MPI_RUNNING)                           \
+			return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_OTHER, fn); \
+	} while (0)
+
+/* The library's VIPL NIC (wire.c), for MPI_Alloc_mem registrations. */
+VIP_NIC_HANDLE vd_mpi_nic(void);
+
+/* ---- PMI-1 client (pmi.c) ---------------------------------------------------- *
+ * Talks to vdrun or Hydra over the fd in PMI_FD (PMI_RANK, PMI_SIZE); with
+ * no PMI_FD the process is a singleton (rank 0 of 1). */
+int vd_pmi_init(int *rank, int *size, char *jobid, size_t jobid_len);
+int vd_pmi_put(const char *key, const char *value);
+int vd_pmi_fence(void);                 /* commit + barrier */
+int vd_pmi_get(const char *key, char *value, size_t len);
+void vd_pmi_finalize(void);
+/* Tell the launcher to stop the job (it names this rank and the code),
+ * then _exit(code).  Never returns. */
+void vd_pmi_abort(int code, const char *msg) __attribute__((noreturn));
+
+/* ---- datatypes (dtype.c) ------------------------------------------------------ */
+struct vd_block {
+	MPI_Aint off;                   /* from the element's start, bytes */
+	MPI_Aint len;
+};
+
+struct vd_dtype {
+	int refs;
+	bool builtin, committed;
+	MPI_Aint size;                  /* data bytes in one element */
+	MPI_Aint lb, extent;
+	bool contig;                    /* one block, size == extent, lb 0 */
+	MPI_Datatype basic;             /* every element is this builtin
+	                                 * (for reductions), or 0 */
+	MPI_Aint basic_count;           /* how many of them per element */
+	int nblocks;                    /* flattened typemap of one element */
+	struct vd_block *blocks;        /* NULL for builtins (one block) */
+};
+
+/* The datatype, or NULL for an invalid or freed handle. */
+struct vd_dtype *vd_dtype_get(MPI_Datatype dt);
+/* A datatype usable for communication: valid and committed (builtins
+ * always are); else NULL. */
+struct vd_dtype *vd_dtype_comm(MPI_Datatype dt);
+/* Pack count elements at src into dst (contiguous bytes); returns bytes. */
+size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void *dst);
+/* Unpack `bytes` (a multiple of t->size, at most count elements) from src
+ * into dst laid out as count elements of t. */
+void vd_dtype_unpack(const struct vd_dtype *t, const void *src, size_t bytes, void *dst);
+int vd_dtype_init(void);
+void vd_dtype_finalize(void);
+/* A pending request keeps its datatype alive across MPI_Type_free. */
+void vd_dtype_retain(struct vd_dtype *t);
+void vd_dtype_release(struct vd_dtype *t);
+
+/* ---- reduction operations (op.c) ----------------------------------------------- */
+/* inout[i] = in[i] op inout[i] for count elements of dt.  MPI_ERR_OP for
+ * an invalid op, or one not defined on dt. */
+int vd_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype dt);
+/* Whether op is commutative (user ops say so at creation). */
+bool vd_op_commutative(MPI_Op op);
+bool vd_op_valid(MPI_Op op);
+
+/* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
+struct vd_comm {
+	int refs;
+	int rank, size;
+	int *world;                     /* comm rank -> world rank */
+	uint32_t ctx;                   /* point to point; ctx + 1 is the
+	                                 * collectives' context */
+	MPI_Errhandler errh;
+};
+
+/* NULL for an invalid or freed handle. */
+struct vd_comm *vd_comm_get(MPI_Comm comm);
+int vd_comm_init(void);                 /* WORLD, SELF */
+void vd_comm_finalize(void);
+
+struct vd_group {
+	int refs;
+	int size;
+	int *world;                     /* group rank -> world rank */
+};
+struct vd_group *vd_group_get(MPI_Group g);
+
+/* ---- point to point engine (p2p.c, proto.c, progress.c) --------------------------- */
+/* Send modes. */
+enum vd_send_mode { VD_SEND_STD = 0, VD_SEND_SYNC = 1 };
+
+int vd_p2p_init(void);                  /* after PMI: wire up VIPL */
+void vd_p2p_finalize(void);
+
+/* Nonblocking send/receive on context ctx (comm->ctx for user traffic,
+ * comm->ctx + 1 for collectives).  dest/source are comm ranks
+ * (MPI_PROC_NULL, MPI_ANY_SOURCE allowed); the caller has checked the
+ * arguments.  0 or -errno. */
+int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	     struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
+	     MPI_Request *req);
+int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+	     struct vd_comm *comm, uint32_t ctx, MPI_Request *req);
+/* Wait for one / all; status may be MPI_STATUS(ES)_IGNORE.  Returns an
+ * MPI error code (MPI_ERR_TRUNCATE, MPI_ERR_IN_STATUS for waitall, ...),
+ * not raised. */
+int vd_wait(MPI_Request *req, MPI_Status *status);
+int vd_waitall(int n, MPI_Request *reqs, MPI_Status *statuses);
+
+/* Convenience for collectives: blocking send / receive / exchange on the
+ * collective context of comm, for contiguous bytes or any datatype. */
+int vd_coll_send(const void *buf, int count, MPI_Datatype dt, int dest, struct vd_comm *c);
+int vd_coll_recv(void *buf, int count, MPI_Datatype dt, int src, struct vd_comm *c);
+int vd_coll_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest,
+		     void *rbuf, int rcount, MPI_Datatype rdt, int src, struct vd_comm *c);
+
+/* The tag collectives use on their context (user tags never reach it). */
+#define VD_COLL_TAG 0
+
+#endif /* VIADUCT_MPI_INTERNAL_H */

@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Point to point: argument checks, the internal vd_isend/vd_irecv/vd_wait
+ * the collectives also use, and the MPI functions built on them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+
+/* ---- waiting ---------------------------------------------------------------------- */
+
+/* One step of a blocking wait: poll; after a while with nothing to do,
+ * sleep in the CQ (so ranks that outnumber the cores give theirs away). */
+static void wait_step(unsigned *idle)
+{
+	if (vd_progress(*idle > 64))
+		*idle = 0;
+	else
+		(*idle)++;
+}
+
+/* ---- internal send / receive -------------------------------------------------------- */
+
+static void set_proc_null_status(struct vd_req *r)
+{
+	r->st.MPI_SOURCE = MPI_PROC_NULL;
+	r->st.MPI_TAG = MPI_ANY_TAG;
+	r->st.vd_count_lo = 0;
+	vd_req_complete(r, MPI_SUCCESS);
+}
+
+int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	     struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
+	     MPI_Request *req)
+{
+	struct vd_req *r = vd_req_new(VD_REQ_SEND);
+	int err;
+
+	if (!r)
+		return -ENOMEM;
+	*req = (MPI_Request)r->id;
+	if (dest == MPI_PROC_NULL) {
+		set_proc_null_status(r);
+		return 0;
+	}
+	r->t = vd_dtype_get(dt);
+	r->bytes = (size_t)count * (size_t)r->t->size;
+	r->peer = comm->world[dest];
+	r->mode = mode;
+	r->hdr.ctx = ctx;
+	r->hdr.src = comm->rank;
+	r->hdr.tag = tag;
+	if (r->t->contig || !r->bytes) {
+		r->data = (void *)buf;
+	} else {
+		r->tmp = malloc(r->bytes);
+		if (!r->tmp)
+			return vd_req_complete(r, MPI_ERR_NO_MEM), 0;
+		vd_dtype_pack(r->t, buf, count, r->tmp);
+		r->data = r->tmp;
+	}
+	err = vd_proto_send(r);
+	if (err)
+		vd_req_complete(r, vd_mpi_errno(err));
+	return 0;
+}
+
+int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+	     struct vd_comm *comm, uint32_t ctx, MPI_Request *req)
+{
+	struct vd_req *r = vd_req_new(VD_REQ_RECV);
+	struct vd_unexp *u;
+
+	(void)comm;                     /* ranks in the message are comm ranks */
+	if (!r)
+		return -ENOMEM;
+	*req = (MPI_Request)r->id;
+	if (source == MPI_PROC_NULL) {
+		set_proc_null_status(r);
+		return 0;
+	}
+	r->ctx = ctx;
+	r->src = source;
+	r->tag = tag;
+	r->buf = buf;
+	r->count = count;
+	r->dt = dt;
+	r->t = vd_dtype_get(dt);
+	vd_dtype_retain(r->t);          /* MPI_Type_free may come first */
+	r->bytes = (size_t)count * (size_t)r->t->size;
+	u = vd_unexp_find(ctx, source, tag, true);
+	if (!u) {
+		vd_post_recv(r);
+		return 0;
+	}
+	vd_proto_match(r, u->peer, &u->hdr, u->payload);
+	free(u->payload);
+	free(u);
+	return 0;
+}
+
+static void copy_status(const struct vd_req *r, MPI_Status *st)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	*st = r->st;
+	st->MPI_ERROR = r->err;
+}
+
+/* Hand back a finished request: status, error, handle reset. */
+static int finish(MPI_Request *req, struct vd_req *r, MPI_Status *st)
+{
+	int err = r->err;
+
+	copy_status(r, st);
+	vd_req_release(r);
+	*req = MPI_REQUEST_NULL;
+	return err;
+}
+
+static void empty_status(MPI_Status *st)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	st->MPI_SOURCE = MPI_ANY_SOURCE;
+	st->MPI_TAG = MPI_ANY_TAG;
+	st->MPI_ERROR = MPI_SUCCESS;
+	st->vd_count_lo = 0;
+	st->vd_count_hi_cancelled = 0;
+}
+
+int vd_wait(MPI_Request *req, MPI_Status *st)
+{
+	struct vd_req *r;
+	unsigned idle = 0;
+
+	if (*req == MPI_REQUEST_NULL) {
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	r = vd_req_get(*req);
+	if (!r)
+		return MPI_ERR_REQUEST;
+	while (!r->done)
+		wait_step(&idle);
+	return finish(req, r, st);
+}
+
+static MPI_Status *status_at(MPI_Status *sts, int i)
+{
+	return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+}
+
+int vd_waitall(int n, MPI_Request *reqs, MPI_Status *sts)
+{
+	int err = MPI_SUCCESS;
+
+	for (int i = 0; i < n; i++) {
+		int e = vd_wait(&reqs[i], status_at(sts, i));
+		if (e != MPI_SUCCESS)
+			err = MPI_ERR_IN_STATUS;
+	}
+	return err;
+}
+
+/* ---- checks ------------------------------------------------------------------------- */
+
+static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt)
+{
+	if (!c)
+		return MPI_ERR_COMM;
+	if (count < 0)
+		return MPI_ERR_COUNT;
+	if (!vd_dtype_comm(dt))
+		return MPI_ERR_TYPE;
+	if (!buf && count > 0 && vd_dtype_get(dt)->size > 0)
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
+static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int dest, int tag)
+{
+	int e = check_common(c, buf, count, dt);
+
+	if (e)
+		return e;
+	if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size))
+		return MPI_ERR_RANK;
+	if (tag < 0)
+		return MPI_ERR_TAG;
+	return MPI_SUCCESS;
+}
+
+static int check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int src, int tag)
+{
+	int e = check_common(c, buf, count, dt);
+
+	if (e)
+		return e;
+	if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+		return MPI_ERR_RANK;
+	if (tag < 0 && tag != MPI_ANY_TAG)
+		return MPI_ERR_TAG;
+	return MPI_SUCCESS;
+}
+
+/* ---- MPI: sends and receives --------------------------------------------------------- */
+
+static int isend_api(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		     MPI_Comm comm, enum vd_send_mode mode, MPI_Request *req,
+		     const char *fn)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+	int e;
+
+	VD_MPI_CHECK_RUNNING(fn);
+	e = check_send(c, buf, count, dt, dest, tag);
+	if (!e && !req)
+		e = MPI_ERR_ARG;
+	if (!e && vd_isend(buf, count, dt, dest, tag, c, c->ctx, mode, req))
+		e = MPI_ERR_NO_MEM;
+	if (!e)
+		vd_req_get(*req)->comm = comm;
+	return vd_mpi_raise(comm, e, fn);
+}
+
+static int send_api(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		    MPI_Comm comm, enum vd_send_mode mode, const char *fn)
+{
+	MPI_Request req;
+	int e = isend_api(buf, count, dt, dest, tag, comm, mode, &req, fn);
+
+	if (e)
+		return e;
+	return vd_mpi_raise(comm, vd_wait(&req, MPI_STATUS_IGNORE), fn);
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Send");
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, "MPI_Ssend");
+}
+
+/* A ready send may be sent as a standard one. */
+int MPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Rsend");
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	      MPI_Comm comm, MPI_Request *req)
+{
+	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, req, "MPI_Isend");
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *req)
+{
+	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, req, "MPI_Issend");
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+	      MPI_Comm comm, MPI_Request *req)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+	int e;
+
+	VD_MPI_CHECK_RUNNING("MPI_Irecv");
+	e = check_recv(c, buf, count, dt, source, tag);
+	if (!e && !req)
+		e = MPI_ERR_ARG;
+	if (!e && vd_irecv(buf, count, dt, source, tag, c, c->ctx, req))
+		e = MPI_ERR_NO_MEM;
+	if (!e)
+		vd_req_get(*req)->comm = comm;
+	return vd_mpi_raise(comm, e, "MPI_Irecv");
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+	     MPI_Status *st)
+{
+	MPI_Request req;
+	int e = MPI_Irecv(buf, count, dt, source, tag, comm, &req);
+
+	if (e)
+		return e;
+	return vd_mpi_raise(comm, vd_wait(&req, st), "MPI_Recv");
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
+		 void *rbuf, int rcount, MPI_Datatype rdt, int source, int rtag,
+		 MPI_Comm comm, MPI_Status *st)
+{
+	MPI_Request r[2];
+	int e = MPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
+
+	if (e)
+		return e;
+	e = MPI_Isend(sbuf, scount, sdt, dest, stag, comm, &r[1]);
+	if (e) {
+		vd_wait(&r[0], MPI_STATUS_IGNORE);
+		return e;
+	}
+	e = vd_wait(&r[0], st);
+	int e2 = vd_wait(&r[1], MPI_STATUS_IGNORE);
+	return vd_mpi_raise(comm, e ? e : e2, "MPI_Sendrecv");
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag,
+			 int source, int rtag, MPI_Comm comm, MPI_Status *st)
+{
+	struct vd_dtype *t = vd_dtype_comm(dt);
+	void *copy;
+	int e;
+
+	VD_MPI_CHECK_RUNNING("MPI_Sendrecv_replace");
+	if (!t || count < 0)
+		return vd_mpi_raise(comm, !t ? MPI_ERR_TYPE : MPI_ERR_COUNT,
+				    "MPI_Sendrecv_replace");
+	copy = malloc((size_t)count * (size_t)t->size + 1);
+	if (!copy)
+		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
+	vd_dtype_pack(t, buf, count, copy);
+	e = MPI_Sendrecv(copy, (int)((size_t)count * (size_t)t->size), MPI_BYTE, dest, stag,
+			 buf, count, dt, source, rtag, comm, st);
+	free(copy);
+	return e;
+}
+
+/* ---- MPI: completion ------------------------------------------------------------------- */
+
+/* The communicator whose error handler judges a request's error. */
+static MPI_Comm req_comm(MPI_Request req)
+{
+	struct vd_req *r = vd_req_get(req);
+
+	return r && r->comm ? r->comm : MPI_COMM_WORLD;
+}
+
+int MPI_Wait(MPI_Request *req, MPI_Status *st)
+{
+	MPI_Comm comm;
+
+	VD_MPI_CHECK_RUNNING("MPI_Wait");
+	if (!req)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Wait");
+	comm = req_comm(*req);
+	return vd_mpi_raise(comm, vd_wait(req, st), "MPI_Wait");
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Waitall");
+	if (n < 0 || (n && !reqs))
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall");
+	MPI_Comm comm = n ? req_comm(reqs[0]) : MPI_COMM_WORLD;
+	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Waitall");
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
+{
+	struct vd_req *r;
+
+	VD_MPI_CHECK_RUNNING("MPI_Test");
+	if (!req || !flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test");
+	if (*req == MPI_REQUEST_NULL) {
+		*flag = 1;
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	r = vd_req_get(*req);
+	if (!r)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Test");
+	if (!r->done)
+		vd_progress(false);
+	*flag = r->done;
+	if (!r->done)
+		return MPI_SUCCESS;
+	MPI_Comm comm = req_comm(*req);
+	return vd_mpi_raise(comm, finish(req, r, st), "MPI_Test");
+}
+
+/* Index of a finished request among reqs (MPI_UNDEFINED if all are
+ * null), or -1 if none finished yet. */
+static int find_done(int n, MPI_Request reqs[])
+{
+	bool any = false;
+
+	for (int i = 0; i < n; i++) {
+		struct vd_req *r = vd_req_get(reqs[i]);
+		if (reqs[i] == MPI_REQUEST_NULL)
+			continue;
+		any = true;
+		if (!r || r->done)
+			return i;
+	}
+	return any ? -1 : MPI_UNDEFINED;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
+{
+	int i;
+
+	VD_MPI_CHECK_RUNNING("MPI_Testany");
+	if (n < 0 || (n && !reqs) || !index || !flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testany");
+	vd_progress(false);
+	i = find_done(n, reqs);
+	*flag = i != -1;
+	*index = i < 0 ? MPI_UNDEFINED : i;
+	if (i == MPI_UNDEFINED)
+		empty_status(st);
+	if (i < 0)
+		return MPI_SUCCESS;
+	MPI_Comm comm = req_comm(reqs[i]);
+	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Testany");
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
+{
+	unsigned idle = 0;
+	int i;
+
+	VD_MPI_CHECK_RUNNING("MPI_Waitany");
+	if (n < 0 || (n && !reqs) || !index)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitany");
+	while ((i = find_done(n, reqs)) == -1)
+		wait_step(&idle);
+	*index = i;
+	if (i == MPI_UNDEFINED) {
+		empty_status(st);
+		return MPI_SUCCESS;
+	}
+	MPI_Comm comm = req_comm(reqs[i]);
+	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Waitany");
+}
+
+int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Testall");
+	if (n < 0 || (n && !reqs) || !flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testall");
+	vd_progress(false);
+	for (int i = 0; i < n; i++) {
+		struct vd_req *r = vd_req_get(reqs[i]);
+		if (reqs[i] != MPI_REQUEST_NULL && r && !r->done) {
+			*flag = 0;
+			return MPI_SUCCESS;
+		}
+	}
+	*flag = 1;
+	MPI_Comm comm = n ? req_comm(reqs[0]) : MPI_COMM_WORLD;
+	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Testall");
+}
+
+/* The finished ones among reqs (all, if some are finished). */
+static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
+			MPI_Status *sts)
+{
+	int k = 0, err = MPI_SUCCESS, live = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct vd_req *r = vd_req_get(reqs[i]);
+		if (reqs[i] == MPI_REQUEST_NULL)
+			continue;
+		live++;
+		if (r && !r->done)
+			continue;
+		if (vd_wait(&reqs[i], status_at(sts, k)) != MPI_SUCCESS)
+			err = MPI_ERR_IN_STATUS;
+		idx[k++] = i;
+	}
+	*outcount = live ? k : MPI_UNDEFINED;
+	return err;
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
+{
+	unsigned idle = 0;
+	int e;
+
+	VD_MPI_CHECK_RUNNING("MPI_Waitsome");
+	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitsome");
+	while ((e = collect_done(n, reqs, outcount, idx, sts)) == MPI_SUCCESS && *outcount == 0)
+		wait_step(&idle);
+	return vd_mpi_raise(MPI_COMM_WORLD, e, "MPI_Waitsome");
+}
+
+int MPI_Request_free(MPI_Request *req)
+{
+	struct vd_req *r;
+
+	VD_MPI_CHECK_RUNNING("MPI_Request_free");
+	if (!req || !(r = vd_req_get(*req)))
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free");
+	if (r->done)
+		vd_req_release(r);
+	else
+		r->freed = true;        /* released when it completes */
+	*req = MPI_REQUEST_NULL;
+	return MPI_SUCCESS;
+}
+
+/* Receives that have not matched can be cancelled; sends cannot (the
+ * standard allows a cancel to fail: the send then completes normally). */
+int MPI_Cancel(MPI_Request *req)
+{
+	struct vd_req *r;
+
+	VD_MPI_CHECK_RUNNING("MPI_Cancel");
+	if (!req || !(r = vd_req_get(*req)))
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
+	if (r->kind == VD_REQ_RECV && !r->done && vd_unpost_recv(r)) {
+		r->cancelled = true;
+		r->st.vd_count_hi_cancelled = 1;
+		r->st.vd_count_lo = 0;
+		vd_req_complete(r, MPI_SUCCESS);
+	}
+	return MPI_SUCCESS;
+}
+
+int MPI_Test_cancelled(const MPI_Status *st, int *flag)
+{
+	if (!st || st == MPI_STATUS_IGNORE || !flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled");
+	*flag = st->vd_count_hi_cancelled & 1;
+	return MPI_SUCCESS;
+}
+
+int MPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+
+	if (!st || st == MPI_STATUS_IGNORE || !count)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count");
+	if (!t)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count");
+	if (t->size == 0)
+		*count = 0;
+	else
+		*count = st->vd_count_lo % t->size ? MPI_UNDEFINED
+						    : (int)(st->vd_count_lo / t->size);
+	return MPI_SUCCESS;
+}
+
+/* ---- MPI: probe -------------------------------------------------------------------------- */
+
+static void probe_status(const struct vd_unexp *u, MPI_Status *st)
+{
+	if (st == MPI_STATUS_IGNORE)
+		return;
+	st->MPI_SOURCE = u->hdr.src;
+	st->MPI_TAG = u->hdr.tag;
+	st->MPI_ERROR = MPI_SUCCESS;
+	st->vd_count_lo = (int)u->hdr.len;
+	st->vd_count_hi_cancelled = 0;
+}
+
+static int probe_check(struct vd_comm *c, int src, int tag)
+{
+	if (!c)
+		return MPI_ERR_COMM;
+	if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+		return MPI_ERR_RANK;
+	if (tag < 0 && tag != MPI_ANY_TAG)
+		return MPI_ERR_TAG;
+	return MPI_SUCCESS;
+}
+
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+	struct vd_unexp *u;
+	int e;
+
+	VD_MPI_CHECK_RUNNING("MPI_Iprobe");
+	e = probe_check(c, src, tag);
+	if (!e && !flag)
+		e = MPI_ERR_ARG;
+	if (e)
+		return vd_mpi_raise(comm, e, "MPI_Iprobe");
+	if (src == MPI_PROC_NULL) {
+		*flag = 1;
+		empty_status(st);
+		if (st != MPI_STATUS_IGNORE)
+			st->MPI_SOURCE = MPI_PROC_NULL;
+		return MPI_SUCCESS;
+	}
+	vd_progress(false);
+	u = vd_unexp_find(c->ctx, src, tag, false);
+	*flag = u != NULL;
+	if (u)
+		probe_status(u, st);
+	return MPI_SUCCESS;
+}
+
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
+{
+	unsigned idle = 0;
+	int flag = 0, e;
+
+	while ((e = MPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
+		wait_step(&idle);
+	return e;
+}
+
+/* ---- buffered sends ------------------------------------------------------------------------ */
+
+static struct {
+	void *buf;
+	int size;
+	size_t used;
+	MPI_Request *pending;           /* the copies' send requests */
+	size_t *charged;
+	int npending, cap;
+} bsend;
+
+static void bsend_reap(bool all)
+{
+	int k = 0;
+
+	for (int i = 0; i < bsend.npending; i++) {
+		struct vd_req *r = vd_req_get(bsend.pending[i]);
+		if (all || !r || r->done) {
+			vd_wait(&bsend.pending[i], MPI_STATUS_IGNORE);
+			bsend.used -= bsend.charged[i];
+			continue;
+		}
+		bsend.pending[k] = bsend.pending[i];
+		bsend.charged[k++] = bsend.charged[i];
+	}
+	bsend.npending = k;
+}
+
+int MPI_Buffer_attach(void *buf, int size)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Buffer_attach");
+	if (bsend.buf || size < 0 || (!buf && size))
+		return vd_mpi_raise(MPI_COMM_WORLD, bsend.buf ? MPI_ERR_BUFFER : MPI_ERR_ARG,
+				    "MPI_Buffer_attach");
+	bsend.buf = buf;
+	bsend.size = size;
+	bsend.used = 0;
+	return MPI_SUCCESS;
+}
+
+int MPI_Buffer_detach(void *buf_addr, int *size)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Buffer_detach");
+	if (!buf_addr || !size)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Buffer_detach");
+	bsend_reap(true);               /* blocks until every copy is sent */
+	*(void **)buf_addr = bsend.buf;
+	*size = bsend.size;
+	bsend.buf = NULL;
+	bsend.size = 0;
+	free(bsend.pending);
+	free(bsend.charged);
+	memset(&bsend, 0, sizeof(bsend));
+	return MPI_SUCCESS;
+}
+
+/* The message is packed into a private copy at once (accounted against
+ * the attached buffer's size), so the call returns as soon as the copy is
+ * made, whatever the receiver does. */
+int MPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+	struct vd_dtype *t;
+	size_t bytes, need;
+	void *copy;
+	int e;
+
+	VD_MPI_CHECK_RUNNING("MPI_Bsend");
+	e = check_send(c, buf, count, dt, dest, tag);
+	if (e)
+		return vd_mpi_raise(comm, e, "MPI_Bsend");
+	bsend_reap(false);
+	t = vd_dtype_get(dt);
+	bytes = (size_t)count * (size_t)t->size;
+	need = bytes + MPI_BSEND_OVERHEAD;
+	if (bsend.used + need > (size_t)bsend.size)
+		return vd_mpi_raise(comm, MPI_ERR_BUFFER, "MPI_Bsend");
+	if (bsend.npending == bsend.cap) {
+		int ncap = bsend.cap ? bsend.cap * 2 : 16;
+		MPI_Request *np = realloc(bsend.pending, (size_t)ncap * sizeof(*np));
+		size_t *nc = np ? realloc(bsend.charged, (size_t)ncap * sizeof(*nc)) : NULL;
+		if (np)
+			bsend.pending = np;
+		if (!np || !nc)
+			return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
+		bsend.charged = nc;
+		bsend.cap = ncap;
+	}
+	copy = malloc(bytes + 1);
+	if (!copy)
+		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
+	vd_dtype_pack(t, buf, count, copy);
+	e = vd_isend(copy, (int)bytes, MPI_BYTE, dest, tag, c, c->ctx, VD_SEND_STD,
+		     &bsend.pending[bsend.npending]);
+	if (e) {
+		free(copy);
+		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
+	}
+	/* The request owns the copy until it completes (an eager one already
+	 * has: its bytes sit in a send slot). */
+	struct vd_req *r = vd_req_get(bsend.pending[bsend.npending]);
+	if (r->done)
+		free(copy);
+	else
+		r->tmp = copy;
+	bsend.charged[bsend.npending++] = need;
+	bsend.used += need;
+	return MPI_SUCCESS;
+}
+
+/* ---- helpers for the collectives ------------------------------------------------------------ */
+
+int vd_coll_send(const void *buf, int count, MPI_Datatype dt, int dest, struct vd_comm *c)
+{
+	MPI_Request r;
+
+	if (vd_isend(buf, count, dt, dest, VD_COLL_TAG, c, c->ctx + 1, VD_SEND_STD, &r))
+		return MPI_ERR_NO_MEM;
+	return vd_wait(&r, MPI_STATUS_IGNORE);
+}
+
+int vd_coll_recv(void *buf, int count, MPI_Datatype dt, int src, struct vd_comm *c)
+{
+	MPI_Request r;
+
+	if (vd_irecv(buf, count, dt, src, VD_COLL_TAG, c, c->ctx + 1, &r))
+		return MPI_ERR_NO_MEM;
+	return vd_wait(&r, MPI_STATUS_IGNORE);
+}
+
+int vd_coll_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest,
+		     void *rbuf, int rcount, MPI_Datatype rdt, int src, struct vd_comm *c)
+{
+	MPI_Request r[2];
+
+	if (vd_irecv(rbuf, rcount, rdt, src, VD_COLL_TAG, c, c->ctx + 1, &r[0]))
+		return MPI_ERR_NO_MEM;
+	if (vd_isend(sbuf, scount, sdt, dest, VD_COLL_TAG, c, c->ctx + 1, VD_SEND_STD, &r[1])) {
+		vd_wait(&r[0], MPI_STATUS_IGNORE);
+		return MPI_ERR_NO_MEM;
+	}
+	return vd_waitall(2, r, MPI_STATUSES_IGNORE) ? MPI_ERR_OTHER : MPI_SUCCESS;
+}

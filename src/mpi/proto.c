@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The three protocols of seed 004 over VIPL:
+ *   eager       header + data through a pre-posted receive buffer (the
+ *               VI's flow control makes the posted buffers the credits);
+ *   get         the sender exposes its buffer (RTS with address and
+ *               memory handle), the receiver RDMA-reads it -- one copy,
+ *               process_vm_readv underneath -- and answers DONE;
+ *   rendezvous  the receiver registers its buffer and answers CTS, the
+ *               sender RDMA-writes with immediate data, which completes
+ *               the receive (zero copy across nodes once a network
+ *               provider exists).
+ * VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto forces one (eager only up to
+ * the eager buffer size), VIADUCT_MPI_EAGER_MAX sets the switch point and
+ * VIADUCT_MPI_LARGE=get|rndv the protocol above it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+enum proto { P_EAGER, P_GET, P_RNDV };
+
+static enum proto forced = P_EAGER;
+static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
+static enum proto large = P_GET;
+
+static void read_env(void)
+{
+	const char *p = getenv("VIADUCT_MPI_PROTOCOL");
+	const char *l = getenv("VIADUCT_MPI_LARGE");
+
+	forcing = 0;
+	if (p && !strcmp(p, "eager"))
+		forcing = 1, forced = P_EAGER;
+	else if (p && !strcmp(p, "get"))
+		forcing = 1, forced = P_GET;
+	else if (p && (!strcmp(p, "rndv") || !strcmp(p, "rendezvous")))
+		forcing = 1, forced = P_RNDV;
+	if (l && (!strcmp(l, "rndv") || !strcmp(l, "rendezvous")))
+		large = P_RNDV;
+}
+
+static enum proto choose(size_t len)
+{
+	if (forcing < 0)
+		read_env();
+	if (len == 0)
+		return P_EAGER;
+	if (forcing && forced != P_EAGER)
+		return forced;
+	return len <= vd_eager_max() ? P_EAGER : large;
+}
+
+static struct vd_msg msg_for(const struct vd_req *r, enum vd_msg_type type)
+{
+	struct vd_msg m = r->hdr;
+
+	m.magic = VD_MSG_MAGIC;
+	m.type = (uint8_t)type;
+	return m;
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+static int send_eager(struct vd_req *r)
+{
+	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
+	int err;
+
+	m.len = r->bytes;
+	m.sreq = r->id;
+	if (r->mode == VD_SEND_SYNC)
+		m.flags |= VD_MSGF_SYNC;
+	err = vd_wire_send(r->peer, &m, r->data, r->bytes);
+	if (!err && r->mode != VD_SEND_SYNC)
+		vd_req_complete(r, MPI_SUCCESS);        /* the data is copied */
+	return err;
+}
+
+static int send_rts(struct vd_req *r, enum proto p)
+{
+	struct vd_msg m = msg_for(r, p == P_GET ? VD_MSG_RTS_GET : VD_MSG_RTS_RNDV);
+	int err = vd_regcache_get(r->data, r->bytes, &r->mh);
+
+	if (err)
+		return err;
+	r->own_mh = true;
+	m.len = r->bytes;
+	m.sreq = r->id;
+	m.addr = (uint64_t)(uintptr_t)r->data;
+	m.mh = p == P_GET ? r->mh : 0;
+	return vd_wire_send(r->peer, &m, NULL, 0);
+}
+
+/* A message to ourselves: straight into the matching machinery. */
+static int send_self(struct vd_req *r)
+{
+	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
+
+	m.len = r->bytes;
+	m.sreq = r->id;
+	if (r->mode == VD_SEND_SYNC)
+		m.flags |= VD_MSGF_SYNC;        /* completes on the match's ack */
+	vd_proto_arrived(vd_mpi.rank, &m, r->data, r->bytes);
+	if (r->mode != VD_SEND_SYNC)
+		vd_req_complete(r, MPI_SUCCESS);
+	return 0;
+}
+
+int vd_proto_send(struct vd_req *r)
+{
+	enum proto p = choose(r->bytes);
+
+	if (r->peer == vd_mpi.rank)
+		return send_self(r);
+	return p == P_EAGER ? send_eager(r) : send_rts(r, p);
+}
+
+static void release_mh(struct vd_req *r)
+{
+	if (r->own_mh) {
+		vd_regcache_put(r->data, r->mh);
+		r->own_mh = false;
+	}
+}
+
+void vd_proto_write_done(struct vd_req *r, int err)
+{
+	release_mh(r);
+	vd_req_complete(r, err ? MPI_ERR_OTHER : MPI_SUCCESS);
+}
+
+static void got_cts(const struct vd_msg *m)
+{
+	struct vd_req *r = vd_req_get((MPI_Request)m->sreq);
+
+	if (!r || r->kind != VD_REQ_SEND || r->done)
+		return;
+	if (vd_wire_rdma_write_imm(r->peer, r, r->data, r->mh, m->addr, m->mh,
+				   m->len < r->bytes ? m->len : r->bytes, m->rreq))
+		vd_proto_write_done(r, -ENOMEM);
+}
+
+static void got_done(const struct vd_msg *m)
+{
+	struct vd_req *r = vd_req_get((MPI_Request)m->sreq);
+
+	if (!r || r->kind != VD_REQ_SEND || r->done)
+		return;
+	release_mh(r);
+	vd_req_complete(r, MPI_SUCCESS);
+}
+
+/* ---- receiving ----------------------------------------------------------------- */
+
+/* Where the bytes land: the user's buffer, or a packed copy to unpack. */
+static int recv_target(struct vd_req *r, size_t len)
+{
+	if (r->t->contig || !len) {
+		r->data = r->buf;
+		return 0;
+	}
+	r->tmp = malloc(len);
+	r->data = r->tmp;
+	return r->tmp ? 0 : -ENOMEM;
+}
+
+static void recv_finish(struct vd_req *r, int err)
+{
+	release_mh(r);
+	if (r->tmp) {
+		if (!err)
+			vd_dtype_unpack(r->t, r->tmp, (size_t)r->st.vd_count_lo, r->buf);
+		free(r->tmp);
+		r->tmp = NULL;
+	}
+	if (err)
+		r->err = MPI_ERR_OTHER;
+	vd_req_complete(r, r->err);
+}
+
+static void match_eager(struct vd_req *r, int peer, const struct vd_msg *m,
+			const void *payload)
+{
+	size_t n = (size_t)r->st.vd_count_lo;
+
+	if (n && r->t->contig)
+		memcpy(r->buf, payload, n);
+	else if (n)
+		vd_dtype_unpack(r->t, payload, n, r->buf);
+	if (m->flags & VD_MSGF_SYNC) {
+		struct vd_msg ack = { .magic = VD_MSG_MAGIC, .type = VD_MSG_SYNC_ACK,
+				      .sreq = m->sreq };
+		if (peer == vd_mpi.rank)
+			vd_proto_arrived(peer, &ack, NULL, 0);
+		else
+			vd_wire_send(peer, &ack, NULL, 0);
+	}
+	vd_req_complete(r, r->err);
+}
+
+static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
+{
+	size_t n = (size_t)r->st.vd_count_lo;
+
+	r->peer = peer;
+	r->hdr.sreq = m->sreq;
+	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
+		recv_finish(r, -ENOMEM);
+		return;
+	}
+	r->own_mh = true;
+	if (vd_wire_rdma_read(peer, r, r->data, r->mh, m->addr, m->mh, n))
+		recv_finish(r, -ENOMEM);
+}
+
+void vd_proto_read_done(struct vd_req *r, int err)
+{
+	struct vd_msg done = { .magic = VD_MSG_MAGIC, .type = VD_MSG_DONE,
+			       .sreq = r->hdr.sreq };
+
+	vd_wire_send(r->peer, &done, NULL, 0);
+	recv_finish(r, err);
+}
+
+static void match_rndv(struct vd_req *r, int peer, const struct vd_msg *m)
+{
+	size_t n = (size_t)r->st.vd_count_lo;
+	struct vd_msg cts = { .magic = VD_MSG_MAGIC, .type = VD_MSG_CTS,
+			      .sreq = m->sreq, .rreq = r->id, .len = n };
+
+	r->peer = peer;
+	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
+		recv_finish(r, -ENOMEM);
+		return;
+	}
+	r->own_mh = true;
+	cts.addr = (uint64_t)(uintptr_t)r->data;
+	cts.mh = r->mh;
+	if (vd_wire_send(peer, &cts, NULL, 0))
+		recv_finish(r, -ENOMEM);
+}
+
+void vd_proto_rdma_written(uint32_t rreq)
+{
+	struct vd_req *r = vd_req_get((MPI_Request)rreq);
+
+	if (r && r->kind == VD_REQ_RECV && !r->done)
+		recv_finish(r, 0);
+}
+
+void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload)
+{
+	size_t len = (size_t)m->len;
+
+	r->st.MPI_SOURCE = m->src;
+	r->st.MPI_TAG = m->tag;
+	r->err = len > r->bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+	r->st.vd_count_lo = (int)(len > r->bytes ? r->bytes : len);
+	r->st.vd_count_hi_cancelled = 0;
+	if (m->type == VD_MSG_EAGER)
+		match_eager(r, peer, m, payload);
+	else if (m->type == VD_MSG_RTS_GET)
+		match_get(r, peer, m);
+	else
+		match_rndv(r, peer, m);
+}
+
+void vd_proto_arrived(int peer, const struct vd_msg *m, const void *payload, size_t plen)
+{
+	struct vd_req *r;
+
+	switch (m->type) {
+	case VD_MSG_EAGER:
+		if (plen < m->len)
+			return;         /* malformed: drop */
+		/* fall through */
+	case VD_MSG_RTS_GET:
+	case VD_MSG_RTS_RNDV:
+		r = vd_match_posted(m->ctx, m->src, m->tag);
+		if (r)
+			vd_proto_match(r, peer, m, payload);
+		else
+			vd_unexp_add(peer, m, payload, m->type == VD_MSG_EAGER ? m->len : 0);
+		break;
+	case VD_MSG_CTS:
+		got_cts(m);
+		break;
+	case VD_MSG_DONE:
+	case VD_MSG_SYNC_ACK:
+		got_done(m);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registration cache for the buffers of rendezvous and get transfers.
+ *
+ * Registering a large buffer (mlock + TPT entry) costs more than moving
+ * it, so registrations are kept and reused (Tezuka's pin-down cache, as
+ * MPICH-PM did).  Why reuse stays correct after the application frees a
+ * buffer and maps new memory at the same addresses: the shm provider
+ * moves bytes by virtual address (process_vm_readv/writev), so a
+ * registration names an address range, and the bytes read or written are
+ * whatever is mapped there at the time of the transfer -- the new buffer.
+ * (A provider that DMAs to physical pages must instead be told about
+ * unmaps; lmm's cache does that through userfaultfd.)
+ *
+ * Bounded by entries and bytes (VIADUCT_MPI_REGCACHE_BYTES, default
+ * 64 MiB or a quarter of RLIMIT_MEMLOCK); unused entries are evicted least
+ * recently used first, and all of them when a registration fails for
+ * lack of lockable memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "engine.h"
+
+#define REGC_N 64
+
+struct regc {
+	uintptr_t lo, hi;               /* [lo, hi) */
+	VIP_MEM_HANDLE mh;
+	int users;
+	uint64_t used;                  /* LRU clock */
+};
+
+static struct regc cache[REGC_N];
+static int ncache;
+static uint64_t tick;
+static size_t bytes, budget;
+
+static size_t default_budget(void)
+{
+	const char *e = getenv("VIADUCT_MPI_REGCACHE_BYTES");
+	struct rlimit rl;
+	size_t b = 64u << 20;
+
+	if (e && *e)
+		return (size_t)strtoull(e, NULL, 0);
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < b)
+		b = rl.rlim_cur / 4;
+	return b;
+}
+
+static void drop(int i)
+{
+	vd_wire_deregister((void *)cache[i].lo, cache[i].mh);
+	bytes -= cache[i].hi - cache[i].lo;
+	cache[i] = cache[--ncache];
+}
+
+/* Evict unused entries, oldest first, until `need` more bytes fit (all
+ * unused ones with need = SIZE_MAX). */
+static void evict(size_t need)
+{
+	for (;;) {
+		int victim = -1;
+		if (need != SIZE_MAX && bytes + need <= budget && ncache < REGC_N)
+			return;
+		for (int i = 0; i < ncache; i++)
+			if (!cache[i].users && (victim < 0 || cache[i].used < cache[victim].used))
+				victim = i;
+		if (victim < 0)
+			return;
+		drop(victim);
+	}
+}
+
+static int lookup(uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < ncache; i++)
+		if (cache[i].lo <= lo && hi <= cache[i].hi)
+			return i;
+	return -1;
+}
+
+int vd_regcache_get(void *addr, size_t len, VIP_MEM_HANDLE *mh)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + (len ? len : 1);
+	int i = lookup(lo, hi), err;
+
+	if (!budget)
+		budget = default_budget();
+	if (i < 0) {
+		evict(hi - lo);
+		if (ncache == REGC_N)
+			return vd_wire_register(addr, len, true, true, mh);   /* all busy */
+		err = vd_wire_register(addr, len, true, true, mh);
+		if (err == -ENOMEM) {
+			evict(SIZE_MAX);
+			err = vd_wire_register(addr, len, true, true, mh);
+		}
+		if (err)
+			return err;
+		i = ncache++;
+		cache[i] = (struct regc){ lo, hi, *mh, 0, 0 };
+		bytes += hi - lo;
+	}
+	cache[i].users++;
+	cache[i].used = ++tick;
+	*mh = cache[i].mh;
+	return 0;
+}
+
+void vd_regcache_put(void *addr, VIP_MEM_HANDLE mh)
+{
+	for (int i = 0; i < ncache; i++) {
+		if (cache[i].mh != mh)
+			continue;
+		cache[i].users--;
+		if (bytes > budget && !cache[i].users)
+			drop(i);
+		return;
+	}
+	vd_wire_deregister(addr, mh);           /* registered outside the cache */
+}
+
+void vd_regcache_flush(void)
+{
+	evict(SIZE_MAX);
+	ncache = 0;
+	bytes = 0;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Requests and the two matching queues: posted receives and unexpected
+ * messages, both in arrival/post order, so the first match is the one the
+ * non-overtaking rule asks for.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static struct vd_req **reqs;            /* index = handle - 1 */
+static uint32_t nreqs, cap;
+static uint32_t *freelist, nfree;
+
+static struct vd_req *posted_head, **posted_tail = &posted_head;
+static struct vd_unexp *unexp_head, **unexp_tail = &unexp_head;
+
+static int grow(void)
+{
+	uint32_t ncap = cap ? cap * 2 : 256;
+	struct vd_req **nr = realloc(reqs, ncap * sizeof(*nr));
+	uint32_t *nf;
+
+	if (!nr)
+		return -ENOMEM;
+	reqs = nr;
+	nf = realloc(freelist, ncap * sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	freelist = nf;
+	cap = ncap;
+	return 0;
+}
+
+struct vd_req *vd_req_new(enum vd_req_kind kind)
+{
+	struct vd_req *r;
+	uint32_t idx;
+
+	if (nfree) {
+		idx = freelist[--nfree];
+		r = reqs[idx];
+	} else {
+		if (nreqs == cap && grow())
+			return NULL;
+		r = malloc(sizeof(*r));
+		if (!r)
+			return NULL;
+		idx = nreqs++;
+		reqs[idx] = r;
+	}
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->id = idx + 1;
+	return r;
+}
+
+struct vd_req *vd_req_get(MPI_Request handle)
+{
+	uint32_t i = (uint32_t)handle - 1;
+
+	if (handle <= 0 || i >= nreqs || reqs[i]->kind == VD_REQ_FREE)
+		return NULL;
+	return reqs[i];
+}
+
+void vd_req_release(struct vd_req *r)
+{
+	if (r->kind == VD_REQ_RECV && r->t)
+		vd_dtype_release(r->t);
+	r->t = NULL;
+	r->kind = VD_REQ_FREE;
+	freelist[nfree++] = r->id - 1;
+}
+
+void vd_req_complete(struct vd_req *r, int err)
+{
+	r->done = true;
+	r->err = err;
+	if (r->kind == VD_REQ_SEND && r->tmp) {
+		free(r->tmp);           /* packed copy: nobody reads it now */
+		r->tmp = NULL;
+	}
+	if (r->freed)
+		vd_req_release(r);      /* MPI_Request_free'd before it ended */
+}
+
+void vd_req_finalize(void)
+{
+	for (uint32_t i = 0; i < nreqs; i++)
+		free(reqs[i]);
+	free(reqs);
+	free(freelist);
+	reqs = NULL;
+	freelist = NULL;
+	nreqs = cap = nfree = 0;
+	while (unexp_head) {
+		struct vd_unexp *u = unexp_head;
+		unexp_head = u->next;
+		free(u->payload);
+		free(u);
+	}
+	unexp_tail = &unexp_head;
+	posted_head = NULL;
+	posted_tail = &posted_head;
+}
+
+/* ---- matching -------------------------------------------------------------------- */
+
+static bool matches(uint32_t ctx, int src, int tag, uint32_t mctx, int msrc, int mtag)
+{
+	return ctx == mctx && (src == MPI_ANY_SOURCE || src == msrc) &&
+	       (tag == MPI_ANY_TAG || tag == mtag);
+}
+
+struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag)
+{
+	for (struct vd_req **pp = &posted_head; *pp; pp = &(*pp)->next) {
+		struct vd_req *r = *pp;
+		if (!matches(r->ctx, r->src, r->tag, ctx, src, tag))
+			continue;
+		*pp = r->next;
+		if (!*pp)
+			posted_tail = pp;
+		r->next = NULL;
+		return r;
+	}
+	return NULL;
+}
+
+void vd_post_recv(struct vd_req *r)
+{
+	r->next = NULL;
+	*posted_tail = r;
+	posted_tail = &r->next;
+}
+
+/* Take a posted receive out of the queue (MPI_Cancel); false if it was
+ * already matched. */
+bool vd_unpost_recv(struct vd_req *r)
+{
+	for (struct vd_req **pp = &posted_head; *pp; pp = &(*pp)->next) {
+		if (*pp != r)
+			continue;
+		*pp = r->next;
+		if (!*pp)
+			posted_tail = pp;
+		return true;
+	}
+	return false;
+}
+
+void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen)
+{
+	struct vd_unexp *u = malloc(sizeof(*u));
+
+	if (!u)
+		vd_pmi_abort(MPI_ERR_NO_MEM, "viaduct MPI: out of memory for a message");
+	u->hdr = *m;
+	u->peer = peer;
+	u->payload = NULL;
+	if (plen) {
+		u->payload = malloc(plen);
+		if (!u->payload)
+			vd_pmi_abort(MPI_ERR_NO_MEM, "viaduct MPI: out of memory for a message");
+		memcpy(u->payload, payload, plen);
+	}
+	u->next = NULL;
+	*unexp_tail = u;
+	unexp_tail = &u->next;
+}
+
+/* The first unexpected message matching (ctx, src, tag); with `take` it
+ * is removed from the queue (the caller frees it). */
+struct vd_unexp *vd_unexp_find(uint32_t ctx, int src, int tag, bool take)
+{
+	for (struct vd_unexp **pp = &unexp_head; *pp; pp = &(*pp)->next) {
+		struct vd_unexp *u = *pp;
+		if (!matches(ctx, src, tag, u->hdr.ctx, u->hdr.src, u->hdr.tag))
+			continue;
+		if (take) {
+			*pp = u->next;
+			if (!*pp)
+				unexp_tail = pp;
+		}
+		return u;
+	}
+	return NULL;
+}

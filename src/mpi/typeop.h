@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: what dtype.c, op.c and coll*.c share beyond the contract of
+ * mpi_internal.h (owned by the "types" helper; nothing else needs these).
+ */
+#ifndef VIADUCT_MPI_TYPEOP_H
+#define VIADUCT_MPI_TYPEOP_H
+
+#include "mpi_internal.h"
+
+/* The C layouts of the pair types (MPI_FLOAT_INT ...): MPI defines them as
+ * these structs, so their extents include the compiler's padding. */
+struct vd_pair_fi { float v; int i; };
+struct vd_pair_di { double v; int i; };
+struct vd_pair_li { long v; int i; };
+struct vd_pair_ii { int v; int i; };
+struct vd_pair_si { short v; int i; };
+struct vd_pair_ldi { long double v; int i; };
+
+/* Keep t alive while a request uses it (MPI_Type_free may come first);
+ * release frees it after the last user. */
+
+/* Bytes [*lo, *hi) relative to the buffer address touched by count
+ * elements of t (the true bounds, not lb/extent). */
+void vd_dtype_span(const struct vd_dtype *t, int count, MPI_Aint *lo, MPI_Aint *hi);
+/* A scratch buffer able to hold count elements of t in t's own layout;
+ * returns the address to use as the buffer, *mem what to free().  NULL
+ * when out of memory (or for count <= 0: then a valid 1-byte buffer). */
+void *vd_dtype_scratch(const struct vd_dtype *t, int count, void **mem);
+/* Copy count elements of t from src to dst, both laid out as t (only the
+ * typemap's bytes are written). */
+void vd_dtype_copy(const struct vd_dtype *t, const void *src, void *dst, int count);
+/* The blocks of one element (a builtin's single block lives in *one). */
+const struct vd_block *vd_dtype_blocks(const struct vd_dtype *t, struct vd_block *one,
+				       int *n);
+
+/* MPI_SUCCESS when op is valid and defined on dt (committed or not),
+ * MPI_ERR_TYPE for an invalid dt, else MPI_ERR_OP. */
+int vd_op_check(MPI_Op op, MPI_Datatype dt);
+
+/* Error code of a vd_coll_* or vd_wait* result: negative errno -> MPI_ERR_*. */
+static inline int vd_coll_code(int r)
+{
+	return r < 0 ? vd_mpi_errno(r) : r;
+}
+
+/* ---- collectives (coll.c, coll_move.c) ---------------------------------- *
+ * Internal forms: the arguments are checked, MPI_IN_PLACE resolved where
+ * the comment says so; MPI error codes come back, not raised. */
+int vd_coll_isend(const void *buf, int count, MPI_Datatype dt, int dest,
+		  struct vd_comm *c, MPI_Request *req);
+int vd_coll_irecv(void *buf, int count, MPI_Datatype dt, int src, struct vd_comm *c,
+		  MPI_Request *req);
+int vd_coll_waitall(int n, MPI_Request *reqs);
+int vd_coll_check_buf(const void *buf, int count, MPI_Datatype dt, struct vd_dtype **t);
+int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int rc,
+		       struct vd_dtype *rt);
+struct vd_comm *vd_coll_comm(MPI_Comm comm, const char *fn, int *err);
+int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c);
+/* in: the input (never MPI_IN_PLACE); out: significant at root. */
+int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		   int root, struct vd_comm *c);
+int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		      struct vd_comm *c);
+/* rbuf may be MPI_IN_PLACE at root (its piece stays in sbuf). */
+int vd_coll_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
+		    int rcount, MPI_Datatype rdt, int root, struct vd_comm *c);
+int vd_coll_scatterv(const void *sbuf, const int *scounts, const int *displs,
+		     MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+		     struct vd_comm *c);
+
+#endif /* VIADUCT_MPI_TYPEOP_H */

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's VIPL plumbing: one NIC, one VI per peer (reliable
+ * delivery, viaduct flow control), one CQ for every receive queue, a ring
+ * of send slots and a set of pre-posted eager receive buffers per peer,
+ * all in one registered pool.  Nothing here knows MPI matching rules.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "engine.h"
+
+#define NSLOT 16                /* send slots per peer */
+#define NRECV 16                /* eager receive buffers per peer */
+#define DESC_BYTES 64           /* control segment + two segments */
+
+enum slot_action { SLOT_PLAIN = 0, SLOT_READ, SLOT_WRITE };
+
+struct slot {
+	VIP_DESCRIPTOR *d;
+	uint8_t *buf;
+	enum slot_action action;
+	struct vd_req *req;
+};
+
+/* Something to send once a slot frees. */
+struct pending {
+	enum slot_action action;
+	struct vd_msg hdr;
+	void *payload;                  /* malloc'ed, len bytes */
+	size_t len;
+	/* RDMA */
+	void *data;
+	VIP_MEM_HANDLE lmh, rmh;
+	uint64_t raddr;
+	uint32_t imm;
+	struct vd_req *req;
+	struct pending *next;
+};
+
+struct peer {
+	VIP_VI_HANDLE vi;
+	struct slot slot[NSLOT];
+	unsigned s_post, s_reap;        /* ring of send slots in flight */
+	VIP_DESCRIPTOR *rdesc[NRECV];
+	uint8_t *rbuf[NRECV];
+	struct pending *pend_head, **pend_tail;
+};
+
+static struct {
+	VIP_NIC_HANDLE nic;
+	VIP_CQ_HANDLE cq;
+	struct peer *peers;             /* world size; [rank] unused */
+	uint8_t *pool;
+	size_t pool_len, buf_len;
+	VIP_MEM_HANDLE pool_mh;
+	size_t eager_max;
+} W;
+
+VIP_NIC_HANDLE vd_mpi_nic(void)
+{
+	return W.nic;
+}
+
+size_t vd_eager_max(void)
+{
+	return W.eager_max;
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *e = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!e || !*e)
+		return dflt;
+	v = strtoull(e, &end, 0);
+	return *end ? dflt : (size_t)v;
+}
+
+/* ---- the pool ------------------------------------------------------------------ */
+
+static int pool_init(int npeers)
+{
+	size_t per = (size_t)(NSLOT + NRECV) * (DESC_BYTES + W.buf_len);
+	VIP_MEM_ATTRIBUTES ma = { NULL, VIP_FALSE, VIP_FALSE };
+
+	W.pool_len = (per * (size_t)npeers + 4095) & ~(size_t)4095;
+	if (!W.pool_len)
+		return 0;
+	W.pool = mmap(NULL, W.pool_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (W.pool == MAP_FAILED) {
+		W.pool = NULL;
+		return -ENOMEM;
+	}
+	if (VipRegisterMem(W.nic, W.pool, W.pool_len, &ma, &W.pool_mh) != VIP_SUCCESS)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Carve descriptors (64-byte aligned) and buffers for peer p. */
+static void pool_carve(struct peer *p, uint8_t **cursor)
+{
+	for (int i = 0; i < NSLOT; i++) {
+		p->slot[i].d = (VIP_DESCRIPTOR *)*cursor;
+		p->slot[i].buf = *cursor + DESC_BYTES;
+		*cursor += DESC_BYTES + W.buf_len;
+	}
+	for (int i = 0; i < NRECV; i++) {
+		p->rdesc[i] = (VIP_DESCRIPTOR *)*cursor;
+		p->rbuf[i] = *cursor + DESC_BYTES;
+		*cursor += DESC_BYTES + W.buf_len;
+	}
+	p->pend_tail = &p->pend_head;
+}
+
+static void post_recv(struct peer *p, int i)
+{
+	VIP_DESCRIPTOR *d = p->rdesc[i];
+
+	memset(d, 0, DESC_BYTES);
+	d->CS.SegCount = 1;
+	d->DS[0].Local.Data.Address = p->rbuf[i];
+	d->DS[0].Local.Handle = W.pool_mh;
+	d->DS[0].Local.Length = (VIP_UINT32)W.buf_len;
+	VipPostRecv(p->vi, d, W.pool_mh);
+}
+
+/* ---- connections ----------------------------------------------------------------- */
+
+static uint64_t fnv64(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+/* host + (job, from, to): the two sides of a pair mirror each other. */
+static VIP_NET_ADDRESS *make_addr(uint8_t *room, const uint8_t host[6], int from, int to)
+{
+	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
+	uint64_t job = fnv64(vd_mpi.jobid);
+	int32_t f = from, t = to;
+
+	a->HostAddressLen = 6;
+	a->DiscriminatorLen = 16;
+	memcpy(a->HostAddress, host, 6);
+	memcpy(a->HostAddress + 6, &job, 8);
+	memcpy(a->HostAddress + 14, &f, 4);
+	memcpy(a->HostAddress + 18, &t, 4);
+	return a;
+}
+
+static int vi_create(struct peer *p, int rank)
+{
+	VIP_VI_ATTRIBUTES va = { 0 };
+	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL, VIADUCT_XFER_AUTO };
+
+	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
+	va.MaxTransferSize = 1u << 30;
+	va.EnableRdmaWrite = VIP_TRUE;
+	va.EnableRdmaRead = VIP_TRUE;
+	if (VipCreateVi(W.nic, &va, NULL, W.cq, &p->vi) != VIP_SUCCESS ||
+	    viaduct_vi_set_ext(p->vi, &ext) != VIP_SUCCESS)
+		return -ENOMEM;
+	VipSetUserData(p->vi, (void *)(intptr_t)(rank + 1));
+	for (int i = 0; i < NRECV; i++)
+		post_recv(p, i);
+	return 0;
+}
+
+/* Every pair connects peer to peer: all requests first, then all waits
+ * (the provider advances every pending set-up while one waits). */
+static int connect_all(void)
+{
+	uint8_t la[64], ra[64], host[6];
+	VIP_NET_ADDRESS *h = (VIP_NET_ADDRESS *)la;
+	VIP_VI_ATTRIBUTES attrs;
+
+	h->HostAddressLen = 6;
+	if (VipNSGetHostByName(W.nic, "localhost", h, 0) != VIP_SUCCESS)
+		return -EHOSTUNREACH;
+	memcpy(host, h->HostAddress, 6);
+	for (int r = 0; r < vd_mpi.size; r++) {
+		if (r == vd_mpi.rank)
+			continue;
+		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, host, vd_mpi.rank, r),
+					  make_addr(ra, host, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
+			return -ECONNREFUSED;
+	}
+	for (int r = 0; r < vd_mpi.size; r++)
+		if (r != vd_mpi.rank && VipConnectPeerWait(W.peers[r].vi, &attrs) != VIP_SUCCESS)
+			return -ECONNREFUSED;
+	return 0;
+}
+
+static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
+{
+	(void)ctx;
+	/* On the provider's thread: pairs with the release stores of the
+	 * phase in init.c. */
+	if (__atomic_load_n(&vd_mpi.phase, __ATOMIC_ACQUIRE) != VD_MPI_RUNNING)
+		return;         /* peers leaving during finalize */
+	if (e->ErrorCode == VIP_ERROR_CONN_LOST) {
+		intptr_t r = (intptr_t)VipGetUserData(e->ViHandle) - 1;
+		struct timespec pause = { 0, 300 * 1000 * 1000 };
+		char msg[96];
+
+		/* The launcher stops the job within milliseconds of the
+		 * death and names the rank that died; give it the chance to
+		 * tell the real story before this consequence is reported. */
+		nanosleep(&pause, NULL);
+		snprintf(msg, sizeof(msg), "lost the connection to rank %ld (it died?)",
+			 (long)r);
+		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
+		vd_pmi_abort(MPI_ERR_OTHER, msg);
+	}
+}
+
+int vd_wire_init(void)
+{
+	size_t emax = env_size("VIADUCT_MPI_EAGER_MAX", 8192);
+	uint8_t *cursor;
+	int err;
+
+	W.eager_max = emax < 64 ? 64 : emax > (1u << 20) ? (1u << 20) : emax;
+	W.buf_len = (W.eager_max + sizeof(struct vd_msg) + 63) & ~(size_t)63;
+	if (VipOpenNic("/dev/via_lo", &W.nic) != VIP_SUCCESS)
+		return -ENODEV;
+	VipErrorCallback(W.nic, NULL, on_vipl_error);
+	W.peers = calloc((size_t)vd_mpi.size, sizeof(*W.peers));
+	if (!W.peers)
+		return -ENOMEM;
+	if (vd_mpi.size == 1)
+		return 0;
+	if (VipCreateCQ(W.nic, 65536, &W.cq) != VIP_SUCCESS)
+		return -ENOMEM;
+	err = pool_init(vd_mpi.size - 1);
+	if (err)
+		return err;
+	cursor = W.pool;
+	for (int r = 0; r < vd_mpi.size && !err; r++) {
+		if (r == vd_mpi.rank)
+			continue;
+		pool_carve(&W.peers[r], &cursor);
+		err = vi_create(&W.peers[r], r);
+	}
+	return err ? err : connect_all();
+}
+
+void vd_wire_finalize(void)
+{
+	for (int r = 0; W.peers && r < vd_mpi.size; r++) {
+		if (!W.peers[r].vi)
+			continue;
+		VipDisconnect(W.peers[r].vi);
+		VipDestroyVi(W.peers[r].vi);
+	}
+	if (W.cq)
+		VipDestroyCQ(W.cq);
+	if (W.pool) {
+		VipDeregisterMem(W.nic, W.pool, W.pool_mh);
+		munmap(W.pool, W.pool_len);
+	}
+	if (W.nic)
+		VipCloseNic(W.nic);
+	free(W.peers);
+	memset(&W, 0, sizeof(W));
+}
+
+/* ---- registration -------------------------------------------------------------------- */
+
+int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
+		     VIP_MEM_HANDLE *mh)
+{
+	VIP_MEM_ATTRIBUTES ma = { NULL, rdma_write ? VIP_TRUE : VIP_FALSE,
+				  rdma_read ? VIP_TRUE : VIP_FALSE };
+
+	if (!len)
+		len = 1;
+	return VipRegisterMem(W.nic, addr, len, &ma, mh) == VIP_SUCCESS ? 0 : -ENOMEM;
+}
+
+void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh)
+{
+	VipDeregisterMem(W.nic, addr, mh);
+}
+
+/* ---- send slots -------------------------------------------------------------------------- */
+
+static void slot_done(struct slot *s, uint32_t status)
+{
+	struct vd_req *r = s->req;
+	enum slot_action a = s->action;
+
+	s->req = NULL;
+	s->action = SLOT_PLAIN;
+	if (!r)
+		return;
+	if (a == SLOT_READ)
+		vd_proto_read_done(r, status & VIP_STATUS_ERROR_MASK ? -EIO : 0);
+	else if (a == SLOT_WRITE)
+		vd_proto_write_done(r, status & VIP_STATUS_ERROR_MASK ? -EIO : 0);
+}
+
+/* Reap the send queue of p in order. */
+static void reap(struct peer *p)
+{
+	VIP_DESCRIPTOR *d;
+
+	while (p->s_reap != p->s_post) {
+		VIP_RETURN rc = VipSendDone(p->vi, &d);
+		if (rc != VIP_SUCCESS && rc != VIP_DESCRIPTOR_ERROR)
+			return;
+		if (!d)
+			return;
+		slot_done(&p->slot[p->s_reap % NSLOT], d->CS.Status);
+		p->s_reap++;
+	}
+}
+
+static struct slot *slot_take(struct peer *p)
+{
+	if (p->s_post - p->s_reap >= NSLOT)
+		reap(p);
+	if (p->s_post - p->s_reap >= NSLOT)
+		return NULL;
+	return &p->slot[p->s_post % NSLOT];
+}
+
+static void slot_post(struct peer *p, struct slot *s)
+{
+	p->s_post++;
+	VipPostSend(p->vi, s->d, W.pool_mh);
+}
+
+static void fill_msg(struct slot *s, const struct vd_msg *m, const void *payload, size_t len)
+{
+	VIP_DESCRIPTOR *d = s->d;
+
+	memcpy(s->buf, m, sizeof(*m));
+	if (len)
+		memcpy(s->buf + sizeof(*m), payload, len);
+	memset(d, 0, DESC_BYTES);
+	d->CS.SegCount = 1;
+	d->CS.Length = (VIP_UINT32)(sizeof(*m) + len);
+	d->DS[0].Local.Data.Address = s->buf;
+	d->DS[0].Local.Handle = W.pool_mh;
+	d->DS[0].Local.Length = (VIP_UINT32)(sizeof(*m) + len);
+	s->action = SLOT_PLAIN;
+	s->req = NULL;
+}
+
+static void fill_rdma(struct slot *s, const struct pending *q)
+{
+	VIP_DESCRIPTOR *d = s->d;
+
+	memset(d, 0, DESC_BYTES);
+	d->CS.SegCount = 2;
+	d->CS.Control = q->action == SLOT_READ ? VIP_CONTROL_OP_RDMAREAD
+					       : VIP_CONTROL_OP_RDMAWRITE | VIP_CONTROL_IMMEDIATE;
+	d->CS.ImmediateData = q->imm;
+	d->CS.Length = (VIP_UINT32)q->len;
+	d->DS[0].Remote.Data.AddressBits = q->raddr;
+	d->DS[0].Remote.Handle = q->rmh;
+	d->DS[1].Local.Data.Address = q->data;
+	d->DS[1].Local.Handle = q->lmh;
+	d->DS[1].Local.Length = (VIP_UINT32)q->len;
+	s->action = q->action;
+	s->req = q->req;
+}
+
+static void start(struct peer *p, struct slot *s, struct pending *q)
+{
+	if (q->action == SLOT_PLAIN)
+		fill_msg(s, &q->hdr, q->payload, q->len);
+	else
+		fill_rdma(s, q);
+	slot_post(p, s);
+}
+
+/* Pending work of p, in order, while slots are free. */
+static int drain(struct peer *p)
+{
+	struct slot *s;
+	int n = 0;
+
+	while (p->pend_head && (s = slot_take(p))) {
+		struct pending *q = p->pend_head;
+		p->pend_head = q->next;
+		if (!p->pend_head)
+			p->pend_tail = &p->pend_head;
+		start(p, s, q);
+		free(q->payload);
+		free(q);
+		n++;
+	}
+	return n;
+}
+
+/* Start q now if nothing is queued before it and a slot is free; else
+ * queue it (copying the payload). */
+static int submit(int peer, struct pending *q)
+{
+	struct peer *p = &W.peers[peer];
+	struct slot *s = p->pend_head ? NULL : slot_take(p);
+	struct pending *c;
+
+	if (s) {
+		start(p, s, q);
+		return 0;
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	*c = *q;
+	c->payload = NULL;
+	if (q->action == SLOT_PLAIN && q->len) {
+		c->payload = malloc(q->len);
+		if (!c->payload) {
+			free(c);
+			return -ENOMEM;
+		}
+		memcpy(c->payload, q->payload, q->len);
+	}
+	c->next = NULL;
+	*p->pend_tail = c;
+	p->pend_tail = &c->next;
+	return 0;
+}
+
+int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
+{
+	struct pending q = { .action = SLOT_PLAIN, .hdr = *m, .len = len };
+
+	q.payload = (void *)payload;
+	return submit(peer, &q);
+}
+
+int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
+		      uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len)
+{
+	struct pending q = { .action = SLOT_READ, .data = data, .lmh = lmh,
+			     .raddr = raddr, .rmh = rmh, .len = len, .req = r };
+
+	return submit(peer, &q);
+}
+
+int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
+			   VIP_MEM_HANDLE lmh, uint64_t raddr, VIP_MEM_HANDLE rmh,
+			   size_t len, uint32_t imm)
+{
+	struct pending q = { .action = SLOT_WRITE, .data = (void *)data, .lmh = lmh,
+			     .raddr = raddr, .rmh = rmh, .len = len, .imm = imm, .req = r };
+
+	return submit(peer, &q);
+}
+
+/* ---- progress ------------------------------------------------------------------------------ */
+
+static void arrived(int peer, VIP_DESCRIPTOR *d)
+{
+	struct peer *p = &W.peers[peer];
+	size_t i = (size_t)((uint8_t *)d - (uint8_t *)p->rdesc[0]) / (DESC_BYTES + W.buf_len);
+	uint32_t st = d->CS.Status;
+
+	if (i >= NRECV || p->rdesc[i] != d)
+		return;                 /* not ours: cannot happen */
+	if (st & VIP_STATUS_ERROR_MASK) {
+		if (st & VIP_STATUS_DESC_FLUSHED_ERROR)
+			return;         /* connection gone (finalize) */
+		vd_pmi_abort(MPI_ERR_INTERN, "viaduct MPI: receive failed");
+	}
+	if ((st & VIP_STATUS_OP_MASK) == VIP_STATUS_OP_REMOTE_RDMA_WRITE) {
+		vd_proto_rdma_written(d->CS.ImmediateData);
+	} else if (d->CS.Length >= sizeof(struct vd_msg)) {
+		const struct vd_msg *m = (const struct vd_msg *)p->rbuf[i];
+		if (m->magic == VD_MSG_MAGIC)
+			vd_proto_arrived(peer, m, p->rbuf[i] + sizeof(*m),
+					 d->CS.Length - sizeof(*m));
+	}
+	post_recv(p, (int)i);
+}
+
+static void handle_event(VIP_VI_HANDLE vh)
+{
+	intptr_t peer = (intptr_t)VipGetUserData(vh) - 1;
+	VIP_DESCRIPTOR *d;
+
+	if (peer < 0 || peer >= vd_mpi.size)
+		return;
+	/* The CQ entry may run a moment ahead of the descriptor. */
+	for (int spins = 0; spins < 1000; spins++) {
+		VIP_RETURN rc = VipRecvDone(vh, &d);
+		if (rc == VIP_NOT_DONE)
+			continue;
+		if (d)
+			arrived((int)peer, d);
+		return;
+	}
+}
+
+int vd_progress(bool block)
+{
+	VIP_VI_HANDLE vh;
+	VIP_BOOLEAN recv;
+	int n = 0;
+
+	if (vd_mpi.size == 1 || !W.cq)
+		return 0;
+	for (int r = 0; r < vd_mpi.size; r++) {
+		struct peer *p = &W.peers[r];
+		if (p->s_post != p->s_reap)
+			reap(p);
+		if (p->pend_head)
+			n += drain(p);
+	}
+	while (VipCQDone(W.cq, &vh, &recv) == VIP_SUCCESS) {
+		handle_event(vh);
+		n++;
+	}
+	if (!n && block && VipCQWait(W.cq, 1, &vh, &recv) == VIP_SUCCESS) {
+		handle_event(vh);
+		n++;
+	}
+	return n;
+}
+
+bool vd_wire_busy(void)
+{
+	for (int r = 0; W.peers && r < vd_mpi.size; r++)
+		if (W.peers[r].pend_head || W.peers[r].s_post != W.peers[r].s_reap)
+			return true;
+	return false;
+}

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: MIT
+# Sourced by tests/test_mpi_*.sh (bash).  $1 of the runner is the build
+# directory.  Provides: mt_need PROG..., mt_run NAME N [ENV=V...] -- PROG ARGS,
+# mt_done.  Ranks counts used by the runners: MT_RANKS (default 1 2 3 4 7).
+set -u
+B=${1:-${VIADUCT_BUILD:-}}
+VDRUN=$B/tools/vdrun
+MT_RANKS=${MT_RANKS:-"1 2 3 4 7"}
+MT_TIMEOUT=${MT_TIMEOUT:-60}
+mt_pass=0
+mt_fail=0
+mt_log=$(mktemp /tmp/mpitest.XXXXXX)
+trap 'rm -f "$mt_log"' EXIT
+
+# Skip (77) until vdrun and the programs exist in this build.
+mt_need() {
+	if [ -z "$B" ] || [ ! -x "$VDRUN" ]; then
+		echo "SKIP: $VDRUN not built"
+		exit 77
+	fi
+	for p in "$@"; do
+		if [ ! -x "$B/tests/mpi/mpitest_$p" ]; then
+			echo "SKIP: $B/tests/mpi/mpitest_$p not built"
+			exit 77
+		fi
+	done
+}
+
+mt_prog() { echo "$B/tests/mpi/mpitest_$1"; }
+
+# mt_run LABEL N [VAR=VALUE...] -- PROG [ARGS...]: run, expect exit 0.
+mt_run() {
+	local label=$1 n=$2 rc t0 t1
+	shift 2
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	local prog
+	prog=$(mt_prog "$1")
+	shift
+	t0=$(date +%s.%N)
+	env "${envs[@]}" timeout -k 5 "$MT_TIMEOUT" "$VDRUN" -n "$n" "$prog" "$@" >"$mt_log" 2>&1
+	rc=$?
+	t1=$(date +%s.%N)
+	if [ $rc -eq 0 ]; then
+		mt_pass=$((mt_pass + 1))
+		printf 'ok   %-40s n=%s %.2fs\n' "$label" "$n" "$(echo "$t1 - $t0" | bc)"
+	else
+		mt_fail=$((mt_fail + 1))
+		printf 'FAIL %-40s n=%s rc=%s %.2fs  (%s vdrun -n %s %s %s)\n' "$label" "$n" "$rc" \
+			"$(echo "$t1 - $t0" | bc)" "${envs[*]}" "$n" "$prog" "$*"
+		[ $rc -eq 124 ] && echo "     (timed out after ${MT_TIMEOUT}s)"
+		sed -n '1,40p' "$mt_log" | sed 's/^/     | /'
+	fi
+}
+
+mt_ok()   { mt_pass=$((mt_pass + 1)); echo "ok   $*"; }
+mt_bad()  { mt_fail=$((mt_fail + 1)); echo "FAIL $*"; }
+
+mt_done() {
+	echo "$mt_pass passed, $mt_fail failed"
+	[ "$mt_fail" -eq 0 ]
+}

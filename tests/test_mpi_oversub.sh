@@ -1,0 +1,23 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# 7 ranks on 2 cores: 1000 barrier + allreduce iterations must take a few
+# seconds, not minutes (waiting ranks yield or sleep instead of spinning).
+. "$(dirname "$0")/mpi/runlib.sh"
+mt_need oversub
+limit=${MT_OVERSUB_LIMIT:-5}
+prog=$(mt_prog oversub)
+for n in 4 7; do
+	t0=$(date +%s.%N)
+	timeout -k 5 60 taskset -c 0,1 "$VDRUN" -n "$n" "$prog" 1000 >"$mt_log" 2>&1
+	rc=$?
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	if [ $rc -ne 0 ]; then
+		mt_bad "oversub n=$n on cores 0,1: exit $rc after ${dt}s"
+		sed 's/^/     | /' "$mt_log" | head -20
+	elif [ "$(echo "$dt > $limit" | bc)" = 1 ]; then
+		mt_bad "oversub n=$n on cores 0,1: ${dt}s > ${limit}s"
+	else
+		mt_ok "oversub n=$n on cores 0,1: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
+	fi
+done
+mt_done

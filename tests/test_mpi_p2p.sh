@@ -1,0 +1,15 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# tests/mpi/p2p.c (and p2p_nb.c) under every protocol forced in turn, for
+# 1, 2, 3, 4 and 7 ranks.
+. "$(dirname "$0")/mpi/runlib.sh"
+mt_need p2p p2p_nb
+for proto in auto eager rndv get; do
+	for n in $MT_RANKS; do
+		mt_run "p2p VIADUCT_MPI_PROTOCOL=$proto" "$n" VIADUCT_MPI_PROTOCOL=$proto -- p2p
+	done
+	for n in 2 3; do
+		mt_run "p2p_nb VIADUCT_MPI_PROTOCOL=$proto" "$n" VIADUCT_MPI_PROTOCOL=$proto -- p2p_nb
+	done
+done
+mt_done
