@@ -13,6 +13,7 @@ seed 004 figure 5 (process_vm_readv against memcpy).
 import argparse
 import csv
 import math
+import statistics
 import sys
 from collections import defaultdict
 
@@ -45,6 +46,7 @@ MIB = 1 << 20
 
 def load(path):
     data = defaultdict(dict)
+    rounds = defaultdict(dict)
     context = {}
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -61,7 +63,10 @@ def load(path):
             except ValueError:
                 continue
             if not math.isnan(value):
-                data[(row["section"], row["case"], row["metric"])][x] = value
+                rounds[(row["section"], row["case"], row["metric"])].setdefault(x, []).append(value)
+    # run.sh --rounds N writes each size N times: the median of them.
+    for key, pts in rounds.items():
+        data[key] = {x: statistics.median(vs) for x, vs in pts.items()}
     return data, context
 
 

@@ -13,6 +13,7 @@ seed 004's Table 4 (viaduct with each protocol forced), figure 5
 import argparse
 import csv
 import math
+import statistics
 import sys
 from collections import defaultdict
 
@@ -34,6 +35,7 @@ MIB = 1 << 20
 def load(path):
     """{(section, case, metric): {x: value}} and {(case, metric): text}."""
     data = defaultdict(dict)
+    rounds = defaultdict(dict)
     context = {}
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
@@ -49,9 +51,14 @@ def load(path):
             if row["section"] == "targets":
                 continue
             try:
-                data[(row["section"], row["case"], row["metric"])][int(row["x"])] = float(row["value"])
+                x, v = int(row["x"]), float(row["value"])
             except ValueError:
-                pass
+                continue
+            if not math.isnan(v):
+                rounds[(row["section"], row["case"], row["metric"])].setdefault(x, []).append(v)
+    # run.sh --rounds N writes each size N times: the median of them.
+    for key, pts in rounds.items():
+        data[key] = {x: statistics.median(vs) for x, vs in pts.items()}
     return data, context
 
 
@@ -135,7 +142,7 @@ def table4(data):
     cols = [p for p in PROTOS if data.get(("latency", p[0], "half_rtt_us"))]
     if not cols:
         return
-    head = [("", 34)] + [(n, 12) for _, n in cols] + [("seed 004: eager / get / rndv", 30)]
+    head = [("", 34)] + [(n, 15) for _, n in cols] + [("seed 004: eager / get / rndv", 30)]
     rows = []
     lat = {k: data[("latency", k, "half_rtt_us")] for k, _ in cols}
     pp = {k: {s: s / v for s, v in lat[k].items() if s > 0 and v > 0} for k, _ in cols}
@@ -156,8 +163,9 @@ def table4(data):
     rows.append(["maximum bandwidth, windowed (MB/s)"] + [fmt(hw[k][1]) for k, _ in cols] + [""])
     rows.append(["half-bandwidth point, windowed (KiB)"] +
                 [fmt(hw[k][0] / 1024 if hw[k][0] else None, 2) for k, _ in cols] + [""])
-    largest = {k: max(lat[k]) for k, _ in cols}
-    rows.append(["largest size measured"] + [size_name(largest[k]) for k, _ in cols] + [""])
+    rows.append(["largest size, ping-pong / windowed"] +
+                ["%s / %s" % (size_name(max(lat[k])), size_name(max(win[k])) if win[k] else "-")
+                 for k, _ in cols] + ["(a failed run stops early)"])
     print_table("Table 4 (seed 004) on this machine: viaduct, protocol forced with "
                 "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, as "
                 "the seed; * rendezvous between nodes there)", head, rows)

@@ -11,11 +11,13 @@
 # OUT/mpi.csv and OUT/mpi.png.
 #
 # Usage: bench/mpi/run.sh [--build DIR] [--out DIR] [--quick] [--impl LIST]
-#                         [--no-install] [--no-table4] [--no-fig5]
+#                         [--rounds N] [--no-install] [--no-table4] [--no-fig5]
 #   --build DIR   viaduct build tree with tools/vdcc, tools/vdrun (default build)
 #   --out DIR     results (default DIR/bench-results of the build tree)
 #   --quick       sizes in powers of four, short runs (about a minute)
 #   --impl LIST   comma-separated subset of viaduct,openmpi,mpich
+#   --rounds N    run every comparison N times, alternating the libraries;
+#                 the report takes the median per size (default 1)
 #   --no-install  never call apt-get; skip what is missing
 #   --no-table4, --no-fig5   leave those sections out
 # Environment: VDCC, VDRUN (override the build tree's), PYTHON (default
@@ -35,6 +37,7 @@ BUILD=$REPO/build
 OUT=
 QUICK=
 IMPLS=viaduct,openmpi,mpich
+ROUNDS=1
 INSTALL=1
 TABLE4=1
 FIG5=1
@@ -45,7 +48,7 @@ EAGER_MAX=${VIADUCT_MPI_EAGER_TABLE_MAX:-1048576}
 EAGER_SMALL=${VIADUCT_MPI_EAGER_MAX:-8192}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 5,22p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 5,24p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--out) [ $# -ge 2 ] || usage; OUT=$2; shift ;;
 	--quick) QUICK=--quick ;;
 	--impl) [ $# -ge 2 ] || usage; IMPLS=$2; shift ;;
+	--rounds) [ $# -ge 2 ] && [ "$2" -ge 1 ] 2>/dev/null || usage; ROUNDS=$2; shift ;;
 	--no-install) INSTALL=0 ;;
 	--no-table4) TABLE4=0 ;;
 	--no-fig5) FIG5=0 ;;
@@ -215,14 +219,18 @@ context kernel "$(uname -sr)"
 context load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 context date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 context impls "$IMPLS"
-context mode "${QUICK:-full}"
+context mode "${QUICK:-full}, $ROUNDS round(s)"
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
 if awk -v l="$LOAD" 'BEGIN { exit !(l > 0.5) }'; then
 	note "load average is $LOAD: other work competes for the 2 cores; figures will scatter"
 fi
 
+# Program by program, the libraries one after the other, ROUNDS times:
+# a change of the machine's load then hits every library alike.
 for prog in $PROGS; do
-	for impl in ${IMPLS//,/ }; do run "$impl" "$impl" "$prog"; done
+	for round in $(seq "$ROUNDS"); do
+		for impl in ${IMPLS//,/ }; do run "$impl" "$impl" "$prog"; done
+	done
 done
 
 if [ $TABLE4 = 1 ] && want viaduct; then

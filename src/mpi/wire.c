@@ -49,6 +49,7 @@ struct peer {
 	VIP_DESCRIPTOR *rdesc[NRECV];
 	uint8_t *rbuf[NRECV];
 	struct pending *pend_head, **pend_tail;
+	bool reaping;                   /* inside reap() */
 };
 
 static struct {
@@ -296,13 +297,10 @@ void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh)
 
 /* ---- send slots -------------------------------------------------------------------------- */
 
-static void slot_done(struct slot *s, uint32_t status)
+/* A reaped slot's follow-up (RDMA completions call back into the
+ * protocol, which may send: the slot is already free by then). */
+static void slot_done(struct vd_req *r, enum slot_action a, uint32_t status)
 {
-	struct vd_req *r = s->req;
-	enum slot_action a = s->action;
-
-	s->req = NULL;
-	s->action = SLOT_PLAIN;
 	if (!r)
 		return;
 	if (a == SLOT_READ)
@@ -311,20 +309,30 @@ static void slot_done(struct slot *s, uint32_t status)
 		vd_proto_write_done(r, status & VIP_STATUS_ERROR_MASK ? -EIO : 0);
 }
 
-/* Reap the send queue of p in order. */
+/* Reap the send queue of p in order.  Not re-entrant: a callback that
+ * sends while the ring is full queues its message (slot_take() finds no
+ * slot) instead of reaping from inside this loop, which would attribute
+ * completions to the wrong slots. */
 static void reap(struct peer *p)
 {
 	VIP_DESCRIPTOR *d;
 
+	if (p->reaping)
+		return;
+	p->reaping = true;
 	while (p->s_reap != p->s_post) {
 		VIP_RETURN rc = VipSendDone(p->vi, &d);
-		if (rc != VIP_SUCCESS && rc != VIP_DESCRIPTOR_ERROR)
-			return;
-		if (!d)
-			return;
-		slot_done(&p->slot[p->s_reap % NSLOT], d->CS.Status);
+		if ((rc != VIP_SUCCESS && rc != VIP_DESCRIPTOR_ERROR) || !d)
+			break;
+		struct slot *s = &p->slot[p->s_reap % NSLOT];
+		struct vd_req *r = s->req;
+		enum slot_action a = s->action;
+		s->req = NULL;
+		s->action = SLOT_PLAIN;
 		p->s_reap++;
+		slot_done(r, a, d->CS.Status);
 	}
+	p->reaping = false;
 }
 
 static struct slot *slot_take(struct peer *p)
