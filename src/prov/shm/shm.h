@@ -130,9 +130,10 @@ unsigned vd_shm_local_iov(VIP_DESCRIPTOR *d, unsigned first, struct iovec *iov);
 /* 0 done (descriptor completed), -EAGAIN deferred (flow control). */
 int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d);
 /* Take the next cookie and announce a completion without payload (RDMA
- * write with immediate); same policy as a send when none is posted. */
+ * write with immediate, whose receive imm_ready() made sure of): 0,
+ * -ENOSPC (no receive), -EPROTO (transfer queue overrun). */
 int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
-		    uint32_t length, uint32_t op_status, bool *deferred);
+		    uint32_t length, uint32_t op_status);
 /* Outcome of a send or RDMA that found no usable receive: apply the VI's
  * reliability level.  Returns the sender's status bits. */
 uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
@@ -150,6 +151,13 @@ int vd_shm_defer(struct vd_vi *vi, VIP_DESCRIPTOR *d);
 
 /* Publish a filled transfer slot (stamp last, then the tripwire word). */
 void vd_shm_xfer_publish(struct vd_shm_conn *c, struct vd_shm_xfer *x);
+
+/* The connection is unusable (peer broke the protocol, a copy failed):
+ * shut the socket so both service threads report it. */
+void vd_shm_conn_fail(struct vd_shm_conn *c, const char *why);
+/* After a sender's descriptor completed in error at a reliable level:
+ * tell the peer (`why`) and break the VI (send lock held). */
+void vd_shm_break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_notice why);
 
 /* ---- futex (shm_xfer.c) ----------------------------------------------------- */
 int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);

@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "prov/shm/shm.h"
@@ -65,43 +64,6 @@ static int rdma_move(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE h,
 	return err == -EIO ? -EIO : (err ? -EACCES : 0);
 }
 
-int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
-		    uint32_t length, uint32_t op_status, bool *deferred)
-{
-	uint32_t avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
-	struct vd_shm_xfer *x;
-
-	*deferred = false;
-	if (avail == 0) {
-		/* Acquire pairs with the receiver's release of cookie_write. */
-		c->tx_cookie_write_lazy = atomic_load_explicit(&c->tx->r.cookie_write,
-							       memory_order_acquire);
-		avail = c->tx_cookie_write_lazy - c->tx_cookie_read;
-	}
-	if (avail == 0 || avail > c->depth)
-		return -ENOSPC;
-	x = &c->tx_xfers[c->tx_xfer_write & (c->depth - 1)];
-	x->seq = c->tx_cookie_read;
-	x->length = length;
-	x->imm = imm;
-	x->status = op_status;
-	x->flags = 0;
-	vd_shm_xfer_publish(c, x);
-	c->tx_cookie_read++;
-	atomic_store_explicit(&c->tx->s2.cookie_read, c->tx_cookie_read, memory_order_release);
-	if (c->peer_rcq) {
-		vd_cq_ring_push(c->peer_rcq, c->peer_rcq_cap, c->peer_vi_bits);
-		atomic_fetch_add_explicit(&c->tx->s.cq_announced, 1, memory_order_release);
-	}
-	/* Seq_cst after vd_shm_xfer_publish's exchange: pairs with the
-	 * receiver's arming in arm_and_sleep(). */
-	if (atomic_load(&c->tx->rw.recv_waiting)) {
-		vd_futex_wake(&c->tx->s.xfer_write);
-		vi->stats.wakes_sent++;
-	}
-	return 0;
-}
-
 /* A write with immediate needs a receive at the target before any byte
  * moves; without one it waits (flow control) or fails per level. */
 static int imm_ready(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
@@ -131,7 +93,6 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	bool imm = write && (d->CS.Control & VIP_CONTROL_IMMEDIATE);
 	uint64_t total;
 	uint32_t st = vd_desc_check_segs(vi, d, 1, &total);
-	bool deferred;
 	int err;
 
 	if (st) {
@@ -144,10 +105,7 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 			return err;
 		if (err) {
 			vd_wq_complete_send(vi, vd_shm_no_receive(vi, c, VD_SHM_NOTICE_RECVQ_EMPTY));
-			if (reliable(vi)) {
-				vd_shm_notice(c, VD_SHM_NOTICE_RECVQ_EMPTY, true);
-				vd_vi_break_locked(vi);
-			}
+			vd_shm_break_after(vi, c, VD_SHM_NOTICE_RECVQ_EMPTY);
 			return 0;
 		}
 	}
@@ -160,8 +118,7 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	if (err) {
 		vd_wq_complete_send(vi, VIP_STATUS_TRANSPORT_ERROR);
 		if (reliable(vi)) {
-			atomic_store(&c->broken, true);
-			shutdown(c->sock, SHUT_RDWR);   /* the peer reports it */
+			vd_shm_conn_fail(c, "process_vm_readv/writev failed");
 			vd_vi_break_locked(vi);
 		}
 		return 0;
@@ -173,7 +130,7 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	vi->stats.rdma_bytes += total;
 	if (imm)
 		vd_shm_post_imm(vi, c, d->CS.ImmediateData, (uint32_t)total,
-				VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE, &deferred);
+				VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE);
 	vd_wq_complete_send(vi, 0);
 	return 0;
 }

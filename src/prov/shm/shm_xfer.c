@@ -126,7 +126,7 @@ void vd_shm_conn_attrs_changed(struct vd_vi *vi)
 /* The peer broke the protocol (or a transfer failed): tear the
  * connection down through the socket, so both service threads report
  * it.  Never trusts the shared memory again. */
-static void conn_fail(struct vd_shm_conn *c, const char *why)
+void vd_shm_conn_fail(struct vd_shm_conn *c, const char *why)
 {
 	vd_log("shm: connection to pid %d failed: %s", (int)c->peer_pid, why);
 	atomic_store(&c->broken, true);
@@ -148,7 +148,7 @@ static uint32_t cookies_avail(struct vd_shm_conn *c)
 		n = c->tx_cookie_write_lazy - c->tx_cookie_read;
 	}
 	if (n > c->depth) {
-		conn_fail(c, "cookie index out of range");
+		vd_shm_conn_fail(c, "cookie index out of range");
 		return 0;
 	}
 	return n;
@@ -355,7 +355,7 @@ uint32_t vd_shm_no_receive(struct vd_vi *vi, struct vd_shm_conn *c,
 
 /* After the sender's descriptor completed: a reliable connection breaks
  * on both sides (the notice makes the peer's service thread report it). */
-static void break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_notice why)
+void vd_shm_break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_notice why)
 {
 	if (!level_reliable(vi))
 		return;
@@ -363,34 +363,43 @@ static void break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_not
 	vd_vi_break_locked(vi);
 }
 
-/* Payload [off, off+len) of the message into slot x: inline, ring, or
- * (dma, with the cookie's segments) straight into the receive buffer.
- * Returns the status bits to add (TRANSPORT_ERROR on a failed copy). */
+/* Inline ("PIO"): the payload into the slot itself (<= 40 bytes) or the
+ * pio ring.  -ENOSPC when the ring has no room; the caller then moves it
+ * another way. */
+static int pio_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_shm_xfer *x,
+		       const struct iovec *iov, unsigned n, uint32_t len)
+{
+	uint32_t roff;
+
+	if (len <= VD_SHM_INLINE) {
+		gather(iov, n, x->inl);
+		x->flags |= VD_XF_INLINE;
+	} else if (ring_alloc(c, len, &roff) == 0) {
+		gather(iov, n, c->tx_ring + (roff & (c->pio_bytes - 1)));
+		x->flags |= VD_XF_RING;
+		x->ring_off = roff;
+	} else {
+		return -ENOSPC;
+	}
+	vi->stats.pio_sends++;
+	return 0;
+}
+
+/* Payload [off, off+len) of the message into slot x: inline when `pio`
+ * and it fits, else ("DMA") with one process_vm_writev straight into the
+ * cookie's receive buffer.  Returns the status bits to add
+ * (TRANSPORT_ERROR on a failed copy). */
 static uint32_t move_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_shm_xfer *x,
 			     const struct iovec *src, unsigned nsrc, uint64_t off,
 			     uint32_t len, const struct ck_snap *s, bool pio)
 {
 	struct iovec part[VD_MAX_SEGS], rem[VD_MAX_SEGS];
 	unsigned np = iov_slice(src, nsrc, off, len, part);
-	uint32_t roff;
 
-	if (len <= VD_SHM_INLINE && pio) {
-		gather(part, np, x->inl);
-		x->flags |= VD_XF_INLINE;
-		vi->stats.pio_sends++;
+	if (pio && pio_payload(vi, c, x, part, np, len) == 0)
 		return 0;
-	}
-	if (pio && ring_alloc(c, len, &roff) == 0) {
-		gather(part, np, c->tx_ring + (roff & (c->pio_bytes - 1)));
-		x->flags |= VD_XF_RING;
-		x->ring_off = roff;
-		vi->stats.pio_sends++;
-		return 0;
-	}
 	x->flags |= VD_XF_DMA;
 	vi->stats.dma_sends++;
-	if (!s)
-		return VIP_STATUS_TRANSPORT_ERROR;  /* callers never do this */
 	unsigned nr = cookie_iov(s, len, rem);
 	ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
 	return n == (ssize_t)len ? 0 : VIP_STATUS_TRANSPORT_ERROR;
@@ -437,6 +446,27 @@ static void cookies_consumed(struct vd_shm_conn *c, unsigned n)
 {
 	c->tx_cookie_read += n;
 	atomic_store_explicit(&c->tx->s2.cookie_read, c->tx_cookie_read, memory_order_release);
+}
+
+int vd_shm_post_imm(struct vd_vi *vi, struct vd_shm_conn *c, uint32_t imm,
+		    uint32_t length, uint32_t op_status)
+{
+	struct vd_shm_xfer *x;
+
+	if (!cookies_avail(c))
+		return -ENOSPC;
+	x = xfer_slot(c);
+	if (!x)
+		return -EPROTO;
+	x->seq = c->tx_cookie_read;
+	x->length = length;
+	x->imm = imm;
+	x->status = op_status;
+	x->flags = 0;
+	vd_shm_xfer_publish(c, x);
+	cookies_consumed(c, 1);
+	announce(vi, c, 1);
+	return 0;
 }
 
 /* The message into n cookies (n > 1 only when the receiver splits). */
@@ -545,26 +575,17 @@ static int send_fast(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
 	unsigned n = vd_shm_local_iov(d, 0, src);
 	struct vd_shm_xfer *x = xfer_slot(c);
 	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
-	uint32_t roff = 0;
 
 	if (!x)
 		return -EPROTO;
-	if (total > VD_SHM_INLINE && ring_alloc(c, total, &roff))
-		return -ENOSPC;
-	if (total <= VD_SHM_INLINE) {
-		gather(src, n, x->inl);
-		x->flags = VD_XF_INLINE | VD_XF_UNCHECKED;
-	} else {
-		gather(src, n, c->tx_ring + (roff & (c->pio_bytes - 1)));
-		x->flags = VD_XF_RING | VD_XF_UNCHECKED;
-		x->ring_off = roff;
-	}
+	x->flags = VD_XF_UNCHECKED;
+	if (pio_payload(vi, c, x, src, n, total))
+		return -ENOSPC;         /* not published: the slot stays free */
 	x->seq = c->tx_cookie_read;
 	x->length = total;
 	x->imm = imm ? d->CS.ImmediateData : 0;
 	x->status = VIP_STATUS_OP_RECEIVE | (imm ? VIP_STATUS_IMMEDIATE : 0);
 	vd_shm_xfer_publish(c, x);
-	vi->stats.pio_sends++;
 	cookies_consumed(c, 1);
 	announce(vi, c, 1);
 	return 0;
@@ -584,7 +605,7 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 	if (fast_eligible(vi, c, total) && cookies_avail(c)) {
 		err = send_fast(vi, c, d, (uint32_t)total);
 		if (err == -EPROTO) {
-			conn_fail(c, "transfer queue overrun");
+			vd_shm_conn_fail(c, "transfer queue overrun");
 			return 0;
 		}
 		if (!err) {
@@ -607,11 +628,11 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 		if (err == -EMSGSIZE && st)
 			st = VIP_STATUS_LENGTH_ERROR;
 		vd_wq_complete_send(vi, st);
-		break_after(vi, c, why);
+		vd_shm_break_after(vi, c, why);
 		return 0;
 	}
 	if (err) {
-		conn_fail(c, "malformed cookie");
+		vd_shm_conn_fail(c, "malformed cookie");
 		return 0;
 	}
 	err = send_message(vi, c, d, total, n);
@@ -620,7 +641,7 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 		if (level_reliable(vi)) {
 			/* Error state visible before the descriptor is reaped;
 			 * the socket shutdown tells the peer. */
-			conn_fail(c, "process_vm_writev failed");
+			vd_shm_conn_fail(c, "process_vm_writev failed");
 			vd_vi_break_locked(vi);
 		}
 		return 0;
@@ -819,7 +840,7 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 		err = q->done < q->sent && x.seq == c->rx_cookie_taken ?
 		      deliver(c, vd_wq_at(q, q->done), &x) : -EPROTO;
 		if (err == -EPROTO) {
-			conn_fail(c, "malformed transfer entry");
+			vd_shm_conn_fail(c, "malformed transfer entry");
 			break;
 		}
 		if (err == -EMSGSIZE) {         /* nothing written */
@@ -836,7 +857,7 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 		vd_wq_complete_recv(vi, status, len, x.imm, false);
 		n++;
 		if (err == -EMSGSIZE && vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE)
-			conn_fail(c, "message longer than the posted receive");
+			vd_shm_conn_fail(c, "message longer than the posted receive");
 		else
 			err = 0;
 	}
