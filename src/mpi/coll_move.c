@@ -87,29 +87,51 @@ static int gather_tree(const void *sbuf, int sc, MPI_Datatype sdt, void *rbuf, i
 	return err;
 }
 
+/* Argument checks shared by the rooted collectives, Gather(v) and
+ * Scatter(v).  root_err is the root's check of the buffer only the root
+ * uses (made by the caller, at the root only); `aliased` whether that
+ * buffer is also the other one; `leaf` is the buffer every rank passes,
+ * which only the root may give as MPI_IN_PLACE. */
+static int rooted_args(struct vd_comm *c, int root, int root_err, bool aliased,
+		       const void *leaf, int lcount, MPI_Datatype ltype)
+{
+	struct vd_dtype *t;
+
+	if (root < 0 || root >= c->size)
+		return MPI_ERR_ROOT;
+	if (c->rank == root) {
+		if (root_err)
+			return root_err;
+		if (aliased)
+			return MPI_ERR_BUFFER;
+	} else if (leaf == MPI_IN_PLACE) {
+		return MPI_ERR_BUFFER;
+	}
+	if (leaf != MPI_IN_PLACE)
+		return vd_coll_check_buf(leaf, lcount, ltype, &t);
+	return MPI_SUCCESS;
+}
+
+static bool is_root(const struct vd_comm *c, int root)
+{
+	return root >= 0 && root < c->size && c->rank == root;
+}
+
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	static const char fn[] = "MPI_Gather";
 	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err;
+	struct vd_dtype *t;
+	int err, root_err = MPI_SUCCESS;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if (root < 0 || root >= c->size)
-		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (c->rank == root) {
-		if ((err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &rt)))
-			return vd_mpi_raise(comm, err, fn);
-		if (sendbuf == recvbuf && recvcount > 0)
-			return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	} else if (sendbuf == MPI_IN_PLACE) {
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	}
-	if (sendbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &st)))
+	if (is_root(c, root))
+		root_err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &t);
+	err = rooted_args(c, root, root_err, sendbuf == recvbuf && recvcount > 0, sendbuf, sendcount, sendtype);
+	if (err)
 		return vd_mpi_raise(comm, err, fn);
 	return vd_mpi_raise(comm, gather_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount,
 					      recvtype, root, c), fn);
@@ -166,24 +188,16 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
 	static const char fn[] = "MPI_Gatherv";
 	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err;
+	struct vd_dtype *t;
+	int err, root_err = MPI_SUCCESS;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if (root < 0 || root >= c->size)
-		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (c->rank == root) {
-		if ((err = check_vec(recvbuf, recvcounts, displs, recvtype, c->size, &rt)))
-			return vd_mpi_raise(comm, err, fn);
-		if (sendbuf == recvbuf)
-			return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	} else if (sendbuf == MPI_IN_PLACE) {
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	}
-	if (sendbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &st)))
+	if (is_root(c, root))
+		root_err = check_vec(recvbuf, recvcounts, displs, recvtype, c->size, &t);
+	err = rooted_args(c, root, root_err, sendbuf == recvbuf, sendbuf, sendcount, sendtype);
+	if (err)
 		return vd_mpi_raise(comm, err, fn);
 	return vd_mpi_raise(comm, gatherv_linear(sendbuf, sendcount, sendtype, recvbuf,
 						 recvcounts, displs, recvtype, root, c), fn);
@@ -241,24 +255,16 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
 	static const char fn[] = "MPI_Scatter";
 	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err;
+	struct vd_dtype *t;
+	int err, root_err = MPI_SUCCESS;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if (root < 0 || root >= c->size)
-		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (c->rank == root) {
-		if ((err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &st)))
-			return vd_mpi_raise(comm, err, fn);
-		if (sendbuf == recvbuf && sendcount > 0)
-			return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	} else if (recvbuf == MPI_IN_PLACE) {
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	}
-	if (recvbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &rt)))
+	if (is_root(c, root))
+		root_err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &t);
+	err = rooted_args(c, root, root_err, sendbuf == recvbuf && sendcount > 0, recvbuf, recvcount, recvtype);
+	if (err)
 		return vd_mpi_raise(comm, err, fn);
 	return vd_mpi_raise(comm, vd_coll_scatter(sendbuf, sendcount, sendtype, recvbuf,
 						  recvcount, recvtype, root, c), fn);
@@ -296,24 +302,16 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 {
 	static const char fn[] = "MPI_Scatterv";
 	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err;
+	struct vd_dtype *t;
+	int err, root_err = MPI_SUCCESS;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if (root < 0 || root >= c->size)
-		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (c->rank == root) {
-		if ((err = check_vec(sendbuf, sendcounts, displs, sendtype, c->size, &st)))
-			return vd_mpi_raise(comm, err, fn);
-		if (sendbuf == recvbuf)
-			return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	} else if (recvbuf == MPI_IN_PLACE) {
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	}
-	if (recvbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &rt)))
+	if (is_root(c, root))
+		root_err = check_vec(sendbuf, sendcounts, displs, sendtype, c->size, &t);
+	err = rooted_args(c, root, root_err, sendbuf == recvbuf, recvbuf, recvcount, recvtype);
+	if (err)
 		return vd_mpi_raise(comm, err, fn);
 	return vd_mpi_raise(comm, vd_coll_scatterv(sendbuf, sendcounts, displs, sendtype,
 						   recvbuf, recvcount, recvtype, root, c), fn);
