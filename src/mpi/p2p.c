@@ -195,18 +195,24 @@ static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatyp
 	return MPI_SUCCESS;
 }
 
-static int check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
-		      int src, int tag)
+/* Source and tag of a receive or probe (wildcards allowed). */
+static int check_source(struct vd_comm *c, int src, int tag)
 {
-	int e = check_common(c, buf, count, dt);
-
-	if (e)
-		return e;
+	if (!c)
+		return MPI_ERR_COMM;
 	if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
 		return MPI_ERR_RANK;
 	if (tag < 0 && tag != MPI_ANY_TAG)
 		return MPI_ERR_TAG;
 	return MPI_SUCCESS;
+}
+
+static int check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int src, int tag)
+{
+	int e = check_common(c, buf, count, dt);
+
+	return e ? e : check_source(c, src, tag);
 }
 
 /* ---- MPI: sends and receives --------------------------------------------------------- */
@@ -567,17 +573,6 @@ static void probe_status(const struct vd_unexp *u, MPI_Status *st)
 	st->vd_count_hi_cancelled = 0;
 }
 
-static int probe_check(struct vd_comm *c, int src, int tag)
-{
-	if (!c)
-		return MPI_ERR_COMM;
-	if (src != MPI_PROC_NULL && src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
-		return MPI_ERR_RANK;
-	if (tag < 0 && tag != MPI_ANY_TAG)
-		return MPI_ERR_TAG;
-	return MPI_SUCCESS;
-}
-
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
 	struct vd_comm *c = vd_comm_get(comm);
@@ -585,7 +580,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Iprobe");
-	e = probe_check(c, src, tag);
+	e = check_source(c, src, tag);
 	if (!e && !flag)
 		e = MPI_ERR_ARG;
 	if (e)
