@@ -207,13 +207,16 @@ static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 
 	r->peer = peer;
 	r->hdr.sreq = m->sreq;
+	/* On failure the sender still gets its DONE: its send completes and
+	 * only this receive reports the error, instead of the sender waiting
+	 * for an answer that never comes. */
 	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
-		recv_finish(r, -ENOMEM);
+		vd_proto_read_done(r, -ENOMEM);
 		return;
 	}
 	r->own_mh = true;
 	if (vd_wire_rdma_read(peer, r, r->data, r->mh, m->addr, m->mh, n))
-		recv_finish(r, -ENOMEM);
+		vd_proto_read_done(r, -ENOMEM);
 }
 
 void vd_proto_read_done(struct vd_req *r, int err)
@@ -232,15 +235,18 @@ static void match_rndv(struct vd_req *r, int peer, const struct vd_msg *m)
 			      .sreq = m->sreq, .rreq = r->id, .len = n };
 
 	r->peer = peer;
+	r->hdr.sreq = m->sreq;
+	/* As for get: a receiver that cannot take the data releases the
+	 * sender with DONE (its send completes without writing). */
 	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
-		recv_finish(r, -ENOMEM);
+		vd_proto_read_done(r, -ENOMEM);
 		return;
 	}
 	r->own_mh = true;
 	cts.addr = (uint64_t)(uintptr_t)r->data;
 	cts.mh = r->mh;
 	if (vd_wire_send(peer, &cts, NULL, 0))
-		recv_finish(r, -ENOMEM);
+		vd_proto_read_done(r, -ENOMEM);
 }
 
 void vd_proto_rdma_written(uint32_t rreq)
