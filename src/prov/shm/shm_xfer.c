@@ -367,16 +367,17 @@ void vd_shm_break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_not
  * pio ring.  -ENOSPC when the ring has no room; the caller then moves it
  * another way. */
 static int pio_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_shm_xfer *x,
-		       const struct iovec *iov, unsigned n, uint32_t len)
+		       const struct iovec *iov, unsigned n, uint32_t len, uint16_t flags)
 {
 	uint32_t roff;
 
+	/* Plain stores into the slot (no read of a line the receiver polls). */
 	if (len <= VD_SHM_INLINE) {
 		gather(iov, n, x->inl);
-		x->flags |= VD_XF_INLINE;
+		x->flags = flags | VD_XF_INLINE;
 	} else if (ring_alloc(c, len, &roff) == 0) {
 		gather(iov, n, c->tx_ring + (roff & (c->pio_bytes - 1)));
-		x->flags |= VD_XF_RING;
+		x->flags = flags | VD_XF_RING;
 		x->ring_off = roff;
 	} else {
 		return -ENOSPC;
@@ -396,9 +397,9 @@ static uint32_t move_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_
 	struct iovec part[VD_MAX_SEGS], rem[VD_MAX_SEGS];
 	unsigned np = iov_slice(src, nsrc, off, len, part);
 
-	if (pio && pio_payload(vi, c, x, part, np, len) == 0)
+	if (pio && pio_payload(vi, c, x, part, np, len, 0) == 0)
 		return 0;
-	x->flags |= VD_XF_DMA;
+	x->flags = VD_XF_DMA;
 	vi->stats.dma_sends++;
 	unsigned nr = cookie_iov(s, len, rem);
 	ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
@@ -414,8 +415,7 @@ static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec
 
 	if (!x)
 		return -EPROTO;
-	x->flags = 0;
-	status |= move_payload(vi, c, x, src, nsrc, off, len, s, pio);
+	status |= move_payload(vi, c, x, src, nsrc, off, len, s, pio);   /* sets flags */
 	x->seq = c->tx_cookie_read + k;
 	x->length = status & VIP_STATUS_TRANSPORT_ERROR ? 0 : len;
 	x->imm = imm;
@@ -578,8 +578,7 @@ static int send_fast(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
 
 	if (!x)
 		return -EPROTO;
-	x->flags = VD_XF_UNCHECKED;
-	if (pio_payload(vi, c, x, src, n, total))
+	if (pio_payload(vi, c, x, src, n, total, VD_XF_UNCHECKED))
 		return -ENOSPC;         /* not published: the slot stays free */
 	x->seq = c->tx_cookie_read;
 	x->length = total;
