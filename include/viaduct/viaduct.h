@@ -96,6 +96,43 @@ struct viaduct_vi_stats {
 
 VIP_RETURN viaduct_vi_get_stats(VIP_VI_HANDLE vi, struct viaduct_vi_stats *stats);
 
+/* ---- Message rings (docs/vipl.md "Message rings") --------------------------
+ * Every connected VI also carries, in each direction, a ring for small
+ * messages outside the descriptor queues: viaduct_ring_send copies the
+ * message straight into the peer's ring -- no descriptor, no cookie, no
+ * completion -- and the peer reads it in place with viaduct_ring_peek and
+ * gives the space back with viaduct_ring_release.  On the shm provider a
+ * message of up to 56 bytes moves as one cache line.
+ *
+ * Messages arrive whole and in order on each VI; there is no order between
+ * ring messages and descriptor traffic.  A full ring is VIP_NOT_DONE
+ * (nothing written: try again after the peer reads); the library never
+ * waits for the peer.  Counted in viaduct_vi_stats sends / recvs.  The
+ * calls take the VI's queue locks, so threads may share a VI; a message
+ * returned by peek stays valid until release, disconnect or destroy. */
+#define VIADUCT_RING_MAX_MSG 32760u     /* hdr_len + data_len, at most */
+
+/* The message is hdr followed by data (either may be empty).  VIP_SUCCESS;
+ * VIP_NOT_DONE: the ring is full; VIP_INVALID_PARAMETER: bad handle, NULL
+ * with a length, or longer than VIADUCT_RING_MAX_MSG; VIP_INVALID_STATE:
+ * not connected (or the connection broke). */
+VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vi, const void *hdr, VIP_UINT32 hdr_len,
+			     const void *data, VIP_UINT32 data_len);
+/* The oldest unreleased message: VIP_SUCCESS with *msg, *len; VIP_NOT_DONE:
+ * none yet; VIP_INVALID_STATE: none, and the VI is not connected (messages
+ * that arrived before a break are still returned); VIP_INVALID_PARAMETER:
+ * bad handle, or the peer wrote a malformed ring (the connection breaks).
+ * Peeking again without release returns the same message. */
+VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vi, const void **msg, VIP_UINT32 *len);
+/* Done with the message peek returned.  VIP_INVALID_STATE if none. */
+VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vi);
+
+/* Wait until the CQ holds a completion, or the ring of a VI whose receive
+ * queue is bound to the CQ holds a message; consumes nothing (use
+ * VipCQDone and viaduct_ring_peek).  Spins for VIADUCT_SPIN_US, then
+ * sleeps.  VIP_SUCCESS, VIP_TIMEOUT, VIP_INVALID_PARAMETER. */
+VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE cq, VIP_ULONG timeout);
+
 #ifdef __cplusplus
 }
 #endif

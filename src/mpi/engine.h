@@ -12,7 +12,6 @@
 
 #include "mpi_internal.h"
 
-/* Wire header in front of every message (versioned by `magic`). */
 enum vd_msg_type {
 	VD_MSG_EAGER = 1,       /* header + payload */
 	VD_MSG_RTS_GET = 2,     /* receiver reads [addr, len) with RDMA read */
@@ -22,25 +21,37 @@ enum vd_msg_type {
 	VD_MSG_SYNC_ACK = 6,    /* synchronous send matched: sreq completes */
 };
 
-#define VD_MSG_MAGIC 0x76644d31u        /* "vdM1" */
+#define VD_MSG_VERSION 2
 #define VD_MSGF_SYNC 0x1u               /* sender wants SYNC_ACK when matched */
 
+/* Wire header in front of every message.  Messages travel through the
+ * VIs' message rings (viaduct_ring_send), whole and in order per pair of
+ * ranks, so the header needs no framing of its own; the 16-byte tail is
+ * sent only by the types that use it (vd_msg_hdr_len). */
 struct vd_msg {
-	uint32_t magic;
-	uint8_t type;
-	uint8_t flags;
-	uint16_t reserved;
+	uint8_t type;                   /* enum vd_msg_type */
+	uint8_t flags;                  /* VD_MSGF_* */
+	uint8_t version;                /* VD_MSG_VERSION */
+	uint8_t reserved;
 	uint32_t ctx;
 	int32_t src;                    /* sender's rank in the communicator */
 	int32_t tag;
 	uint32_t sreq, rreq;            /* request ids at sender / receiver */
-	uint32_t reserved1;
 	uint64_t len;                   /* message bytes (packed) */
+	/* RTS_GET and CTS only */
 	uint64_t addr;                  /* RTS_GET: source; CTS: destination */
 	uint32_t mh;                    /* memory handle for addr */
-	uint32_t reserved2[3];
+	uint32_t reserved2;
 };
-_Static_assert(sizeof(struct vd_msg) == 64, "wire header");
+#define VD_MSG_SHORT 32                 /* bytes of the header without the tail */
+_Static_assert(sizeof(struct vd_msg) == 48, "wire header");
+_Static_assert(VD_MSG_SHORT == __builtin_offsetof(struct vd_msg, addr), "short header");
+
+static inline size_t vd_msg_hdr_len(unsigned type)
+{
+	return type == VD_MSG_RTS_GET || type == VD_MSG_CTS ? sizeof(struct vd_msg)
+							    : VD_MSG_SHORT;
+}
 
 /* Requests. */
 enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV };

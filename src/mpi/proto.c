@@ -57,7 +57,7 @@ static struct vd_msg msg_for(const struct vd_req *r, enum vd_msg_type type)
 {
 	struct vd_msg m = r->hdr;
 
-	m.magic = VD_MSG_MAGIC;
+	m.version = VD_MSG_VERSION;
 	m.type = (uint8_t)type;
 	return m;
 }
@@ -191,7 +191,7 @@ static void match_eager(struct vd_req *r, int peer, const struct vd_msg *m,
 	else if (n)
 		vd_dtype_unpack(r->t, payload, n, r->buf);
 	if (m->flags & VD_MSGF_SYNC) {
-		struct vd_msg ack = { .magic = VD_MSG_MAGIC, .type = VD_MSG_SYNC_ACK,
+		struct vd_msg ack = { .version = VD_MSG_VERSION, .type = VD_MSG_SYNC_ACK,
 				      .sreq = m->sreq };
 		if (peer == vd_mpi.rank)
 			vd_proto_arrived(peer, &ack, NULL, 0);
@@ -221,7 +221,7 @@ static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 
 void vd_proto_read_done(struct vd_req *r, int err)
 {
-	struct vd_msg done = { .magic = VD_MSG_MAGIC, .type = VD_MSG_DONE,
+	struct vd_msg done = { .version = VD_MSG_VERSION, .type = VD_MSG_DONE,
 			       .sreq = r->hdr.sreq };
 
 	vd_wire_send(r->peer, &done, NULL, 0);
@@ -231,7 +231,7 @@ void vd_proto_read_done(struct vd_req *r, int err)
 static void match_rndv(struct vd_req *r, int peer, const struct vd_msg *m)
 {
 	size_t n = (size_t)r->st.vd_count_lo;
-	struct vd_msg cts = { .magic = VD_MSG_MAGIC, .type = VD_MSG_CTS,
+	struct vd_msg cts = { .version = VD_MSG_VERSION, .type = VD_MSG_CTS,
 			      .sreq = m->sreq, .rreq = r->id, .len = n };
 
 	r->peer = peer;

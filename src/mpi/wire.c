@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine's VIPL plumbing: one NIC, one VI per peer (reliable
- * delivery, viaduct flow control), one CQ for every receive queue, a ring
- * of send slots and a set of pre-posted eager receive buffers per peer,
- * all in one registered pool.  Nothing here knows MPI matching rules.
+ * delivery, viaduct flow control), one CQ for every receive queue.
+ * Messages go through the VI's message ring (viaduct_ring_send): the
+ * sender copies header and payload into the peer's ring, the receiver
+ * matches in place.  Descriptors carry only RDMA: a ring of send slots per
+ * peer, and a few small receive buffers for the immediate data of
+ * rendezvous writes, all in one registered pool.  Nothing here knows MPI
+ * matching rules.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +19,30 @@
 
 #include "engine.h"
 
-#define NSLOT 16                /* send slots per peer */
-#define NRECV 16                /* eager receive buffers per peer */
+#define NSLOT 16                /* send slots per peer (RDMA) */
+#define NRECV 16                /* receives for rendezvous immediates */
 #define DESC_BYTES 64           /* control segment + two segments */
+#define RBUF_BYTES 64           /* a receive's buffer (immediates only) */
 
 enum slot_action { SLOT_PLAIN = 0, SLOT_READ, SLOT_WRITE };
 
 struct slot {
 	VIP_DESCRIPTOR *d;
-	uint8_t *buf;
 	enum slot_action action;
 	struct vd_req *req;
 };
 
-/* Something to send once a slot frees. */
+/* A message the ring had no room for: header and payload, copied. */
+struct queued_msg {
+	struct queued_msg *next;
+	uint32_t hlen, len;
+	uint8_t bytes[];
+};
+
+/* An RDMA to start once a slot frees. */
 struct pending {
 	enum slot_action action;
-	struct vd_msg hdr;
-	void *payload;                  /* malloc'ed, len bytes */
 	size_t len;
-	/* RDMA */
 	void *data;
 	VIP_MEM_HANDLE lmh, rmh;
 	uint64_t raddr;
@@ -49,7 +58,9 @@ struct peer {
 	VIP_DESCRIPTOR *rdesc[NRECV];
 	uint8_t *rbuf[NRECV];
 	struct pending *pend_head, **pend_tail;
+	struct queued_msg *msg_head, **msg_tail;
 	bool reaping;                   /* inside reap() */
+	bool polling;                   /* inside poll_ring() */
 };
 
 static struct {
@@ -57,7 +68,7 @@ static struct {
 	VIP_CQ_HANDLE cq;
 	struct peer *peers;             /* world size; [rank] unused */
 	uint8_t *pool;
-	size_t pool_len, buf_len;
+	size_t pool_len;
 	VIP_MEM_HANDLE pool_mh;
 	size_t eager_max;
 } W;
@@ -71,6 +82,10 @@ size_t vd_eager_max(void)
 {
 	return W.eager_max;
 }
+
+/* An eager message is one ring message. */
+#define VD_EAGER_LIMIT (VIADUCT_RING_MAX_MSG - VD_MSG_SHORT)
+#define VD_EAGER_DEFAULT 8192
 
 static size_t env_size(const char *name, size_t dflt)
 {
@@ -88,7 +103,7 @@ static size_t env_size(const char *name, size_t dflt)
 
 static int pool_init(int npeers)
 {
-	size_t per = (size_t)(NSLOT + NRECV) * (DESC_BYTES + W.buf_len);
+	size_t per = NSLOT * DESC_BYTES + NRECV * (DESC_BYTES + RBUF_BYTES);
 	VIP_MEM_ATTRIBUTES ma = { NULL, VIP_FALSE, VIP_FALSE };
 
 	W.pool_len = (per * (size_t)npeers + 4095) & ~(size_t)4095;
@@ -110,15 +125,15 @@ static void pool_carve(struct peer *p, uint8_t **cursor)
 {
 	for (int i = 0; i < NSLOT; i++) {
 		p->slot[i].d = (VIP_DESCRIPTOR *)*cursor;
-		p->slot[i].buf = *cursor + DESC_BYTES;
-		*cursor += DESC_BYTES + W.buf_len;
+		*cursor += DESC_BYTES;
 	}
 	for (int i = 0; i < NRECV; i++) {
 		p->rdesc[i] = (VIP_DESCRIPTOR *)*cursor;
 		p->rbuf[i] = *cursor + DESC_BYTES;
-		*cursor += DESC_BYTES + W.buf_len;
+		*cursor += DESC_BYTES + RBUF_BYTES;
 	}
 	p->pend_tail = &p->pend_head;
+	p->msg_tail = &p->msg_head;
 }
 
 static void post_recv(struct peer *p, int i)
@@ -129,7 +144,7 @@ static void post_recv(struct peer *p, int i)
 	d->CS.SegCount = 1;
 	d->DS[0].Local.Data.Address = p->rbuf[i];
 	d->DS[0].Local.Handle = W.pool_mh;
-	d->DS[0].Local.Length = (VIP_UINT32)W.buf_len;
+	d->DS[0].Local.Length = RBUF_BYTES;
 	VipPostRecv(p->vi, d, W.pool_mh);
 }
 
@@ -228,12 +243,11 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 
 int vd_wire_init(void)
 {
-	size_t emax = env_size("VIADUCT_MPI_EAGER_MAX", 8192);
+	size_t emax = env_size("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT);
 	uint8_t *cursor;
 	int err;
 
-	W.eager_max = emax < 64 ? 64 : emax > (1u << 20) ? (1u << 20) : emax;
-	W.buf_len = (W.eager_max + sizeof(struct vd_msg) + 63) & ~(size_t)63;
+	W.eager_max = emax < 64 ? 64 : emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : emax;
 	if (VipOpenNic("/dev/via_lo", &W.nic) != VIP_SUCCESS)
 		return -ENODEV;
 	VipErrorCallback(W.nic, NULL, on_vipl_error);
@@ -350,23 +364,6 @@ static void slot_post(struct peer *p, struct slot *s)
 	VipPostSend(p->vi, s->d, W.pool_mh);
 }
 
-static void fill_msg(struct slot *s, const struct vd_msg *m, const void *payload, size_t len)
-{
-	VIP_DESCRIPTOR *d = s->d;
-
-	memcpy(s->buf, m, sizeof(*m));
-	if (len)
-		memcpy(s->buf + sizeof(*m), payload, len);
-	memset(d, 0, DESC_BYTES);
-	d->CS.SegCount = 1;
-	d->CS.Length = (VIP_UINT32)(sizeof(*m) + len);
-	d->DS[0].Local.Data.Address = s->buf;
-	d->DS[0].Local.Handle = W.pool_mh;
-	d->DS[0].Local.Length = (VIP_UINT32)(sizeof(*m) + len);
-	s->action = SLOT_PLAIN;
-	s->req = NULL;
-}
-
 static void fill_rdma(struct slot *s, const struct pending *q)
 {
 	VIP_DESCRIPTOR *d = s->d;
@@ -388,10 +385,7 @@ static void fill_rdma(struct slot *s, const struct pending *q)
 
 static void start(struct peer *p, struct slot *s, struct pending *q)
 {
-	if (q->action == SLOT_PLAIN)
-		fill_msg(s, &q->hdr, q->payload, q->len);
-	else
-		fill_rdma(s, q);
+	fill_rdma(s, q);
 	slot_post(p, s);
 }
 
@@ -407,7 +401,6 @@ static int drain(struct peer *p)
 		if (!p->pend_head)
 			p->pend_tail = &p->pend_head;
 		start(p, s, q);
-		free(q->payload);
 		free(q);
 		n++;
 	}
@@ -415,7 +408,7 @@ static int drain(struct peer *p)
 }
 
 /* Start q now if nothing is queued before it and a slot is free; else
- * queue it (copying the payload). */
+ * queue a copy. */
 static int submit(int peer, struct pending *q)
 {
 	struct peer *p = &W.peers[peer];
@@ -430,27 +423,62 @@ static int submit(int peer, struct pending *q)
 	if (!c)
 		return -ENOMEM;
 	*c = *q;
-	c->payload = NULL;
-	if (q->action == SLOT_PLAIN && q->len) {
-		c->payload = malloc(q->len);
-		if (!c->payload) {
-			free(c);
-			return -ENOMEM;
-		}
-		memcpy(c->payload, q->payload, q->len);
-	}
 	c->next = NULL;
 	*p->pend_tail = c;
 	p->pend_tail = &c->next;
 	return 0;
 }
 
+/* ---- messages ------------------------------------------------------------------------ */
+
+static int queue_msg(struct peer *p, const void *hdr, size_t hlen, const void *payload,
+		     size_t len)
+{
+	struct queued_msg *q = malloc(sizeof(*q) + hlen + len);
+
+	if (!q)
+		return -ENOMEM;
+	q->next = NULL;
+	q->hlen = (uint32_t)hlen;
+	q->len = (uint32_t)len;
+	memcpy(q->bytes, hdr, hlen);
+	if (len)
+		memcpy(q->bytes + hlen, payload, len);
+	*p->msg_tail = q;
+	p->msg_tail = &q->next;
+	return 0;
+}
+
+/* Queued messages of p, in order, while its ring has room. */
+static int drain_msgs(struct peer *p)
+{
+	int n = 0;
+
+	while (p->msg_head) {
+		struct queued_msg *q = p->msg_head;
+		if (viaduct_ring_send(p->vi, q->bytes, q->hlen, q->bytes + q->hlen,
+				      q->len) != VIP_SUCCESS)
+			break;          /* full (or gone: the error callback says) */
+		p->msg_head = q->next;
+		if (!p->msg_head)
+			p->msg_tail = &p->msg_head;
+		free(q);
+		n++;
+	}
+	return n;
+}
+
 int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
 {
-	struct pending q = { .action = SLOT_PLAIN, .hdr = *m, .len = len };
+	struct peer *p = &W.peers[peer];
+	size_t hlen = vd_msg_hdr_len(m->type);
 
-	q.payload = (void *)payload;
-	return submit(peer, &q);
+	if (hlen + len > VIADUCT_RING_MAX_MSG)
+		return -EMSGSIZE;
+	if (!p->msg_head && viaduct_ring_send(p->vi, m, (VIP_UINT32)hlen, payload,
+					      (VIP_UINT32)len) == VIP_SUCCESS)
+		return 0;
+	return queue_msg(p, m, hlen, payload, len);
 }
 
 int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
@@ -474,10 +502,11 @@ int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
 
 /* ---- progress ------------------------------------------------------------------------------ */
 
-static void arrived(int peer, VIP_DESCRIPTOR *d)
+/* A rendezvous write's immediate consumed receive d of peer. */
+static void imm_arrived(int peer, VIP_DESCRIPTOR *d)
 {
 	struct peer *p = &W.peers[peer];
-	size_t i = (size_t)((uint8_t *)d - (uint8_t *)p->rdesc[0]) / (DESC_BYTES + W.buf_len);
+	size_t i = (size_t)((uint8_t *)d - (uint8_t *)p->rdesc[0]) / (DESC_BYTES + RBUF_BYTES);
 	uint32_t st = d->CS.Status;
 
 	if (i >= NRECV || p->rdesc[i] != d)
@@ -487,14 +516,8 @@ static void arrived(int peer, VIP_DESCRIPTOR *d)
 			return;         /* connection gone (finalize) */
 		vd_pmi_abort(MPI_ERR_INTERN, "viaduct MPI: receive failed");
 	}
-	if ((st & VIP_STATUS_OP_MASK) == VIP_STATUS_OP_REMOTE_RDMA_WRITE) {
+	if ((st & VIP_STATUS_OP_MASK) == VIP_STATUS_OP_REMOTE_RDMA_WRITE)
 		vd_proto_rdma_written(d->CS.ImmediateData);
-	} else if (d->CS.Length >= sizeof(struct vd_msg)) {
-		const struct vd_msg *m = (const struct vd_msg *)p->rbuf[i];
-		if (m->magic == VD_MSG_MAGIC)
-			vd_proto_arrived(peer, m, p->rbuf[i] + sizeof(*m),
-					 d->CS.Length - sizeof(*m));
-	}
 	post_recv(p, (int)i);
 }
 
@@ -511,9 +534,74 @@ static void handle_event(VIP_VI_HANDLE vh)
 		if (rc == VIP_NOT_DONE)
 			continue;
 		if (d)
-			arrived((int)peer, d);
+			imm_arrived((int)peer, d);
 		return;
 	}
+}
+
+/* One ring message: the header (only as long as its type says), then
+ * the payload, matched in place. */
+static void msg_arrived(int peer, const uint8_t *msg, size_t len)
+{
+	struct vd_msg m = { 0 };
+	size_t hlen;
+
+	if (len < VD_MSG_SHORT)
+		return;                 /* malformed: drop */
+	hlen = vd_msg_hdr_len(msg[0]);
+	if (len < hlen)
+		return;
+	memcpy(&m, msg, hlen);
+	if (m.version != VD_MSG_VERSION)
+		return;
+	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
+}
+
+/* Everything in peer's ring.  Not re-entrant: a message is released
+ * before the next peek, and a callback that progresses meanwhile must not
+ * see it again. */
+static int poll_ring(struct peer *p, int peer)
+{
+	const void *msg;
+	VIP_UINT32 len;
+	int n = 0;
+
+	if (p->polling)
+		return 0;
+	p->polling = true;
+	while (viaduct_ring_peek(p->vi, &msg, &len) == VIP_SUCCESS) {
+		msg_arrived(peer, msg, len);
+		viaduct_ring_release(p->vi);
+		n++;
+	}
+	p->polling = false;
+	return n;
+}
+
+static int progress_peer(struct peer *p, int peer)
+{
+	int n = 0;
+
+	if (p->s_post != p->s_reap)
+		reap(p);
+	if (p->pend_head)
+		n += drain(p);
+	if (p->msg_head)
+		n += drain_msgs(p);
+	return n + poll_ring(p, peer);
+}
+
+/* Nothing arrived: sleep until a message or completion may have, unless
+ * our own messages wait for ring space (no bell rings for that). */
+static void idle_wait(void)
+{
+	for (int r = 0; r < vd_mpi.size; r++) {
+		if (W.peers[r].msg_head) {
+			sched_yield();
+			return;
+		}
+	}
+	viaduct_cq_wait_any(W.cq, 1);
 }
 
 int vd_progress(bool block)
@@ -524,28 +612,23 @@ int vd_progress(bool block)
 
 	if (vd_mpi.size == 1 || !W.cq)
 		return 0;
-	for (int r = 0; r < vd_mpi.size; r++) {
-		struct peer *p = &W.peers[r];
-		if (p->s_post != p->s_reap)
-			reap(p);
-		if (p->pend_head)
-			n += drain(p);
-	}
+	for (int r = 0; r < vd_mpi.size; r++)
+		if (r != vd_mpi.rank)
+			n += progress_peer(&W.peers[r], r);
 	while (VipCQDone(W.cq, &vh, &recv) == VIP_SUCCESS) {
 		handle_event(vh);
 		n++;
 	}
-	if (!n && block && VipCQWait(W.cq, 1, &vh, &recv) == VIP_SUCCESS) {
-		handle_event(vh);
-		n++;
-	}
+	if (!n && block)
+		idle_wait();
 	return n;
 }
 
 bool vd_wire_busy(void)
 {
 	for (int r = 0; W.peers && r < vd_mpi.size; r++)
-		if (W.peers[r].pend_head || W.peers[r].s_post != W.peers[r].s_reap)
+		if (W.peers[r].pend_head || W.peers[r].msg_head ||
+		    W.peers[r].s_post != W.peers[r].s_reap)
 			return true;
 	return false;
 }

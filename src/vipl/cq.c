@@ -145,6 +145,7 @@ struct cq_waiter {
 	VIP_CQ_HANDLE handle;
 	VIP_VI_HANDLE *vh;
 	VIP_BOOLEAN *recv;
+	bool rings;                     /* viaduct_cq_wait_any */
 };
 
 static VIP_RETURN cq_poll(void *arg)
@@ -164,10 +165,10 @@ static int cq_sleep_fn(void *arg, uint64_t deadline)
 	uint64_t slice = vd_now_ns() + 1000000;
 
 	if (atomic_load(&w->cq->nic->stalled) && (!deadline || deadline > slice)) {
-		w->cq->nic->ops->cq_sleep(w->cq, slice);
+		w->cq->nic->ops->cq_sleep(w->cq, slice, w->rings);
 		return 0;
 	}
-	return w->cq->nic->ops->cq_sleep(w->cq, deadline);
+	return w->cq->nic->ops->cq_sleep(w->cq, deadline, w->rings);
 }
 
 VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
@@ -175,9 +176,34 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 {
 	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
 	VIP_BOOLEAN dummy;
-	struct cq_waiter w = { cq, ch, vh, recv ? recv : &dummy };
+	struct cq_waiter w = { cq, ch, vh, recv ? recv : &dummy, false };
 
 	if (!cq || !vh)
 		return VIP_INVALID_PARAMETER;
 	return vd_poll_wait(cq_poll, cq_sleep_fn, &w, timeout);
+}
+
+/* ---- viaduct_cq_wait_any ------------------------------------------------------ */
+
+static VIP_RETURN cq_any_poll(void *arg)
+{
+	struct cq_waiter *w = arg;
+
+	if (vd_obj_lookup(w->handle, VD_OBJ_CQ) != w->cq)
+		return VIP_INVALID_PARAMETER;   /* destroyed meanwhile */
+	if (atomic_load_explicit(&w->cq->nic->stalled, memory_order_relaxed))
+		vd_nic_progress_stalled(w->cq->nic);
+	return w->cq->nic->ops->cq_ready(w->cq) ? VIP_SUCCESS : VIP_NOT_DONE;
+}
+
+VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE ch, VIP_ULONG timeout)
+{
+	struct vd_cq *cq = vd_obj_lookup(ch, VD_OBJ_CQ);
+	struct cq_waiter w = { cq, ch, NULL, NULL, true };
+
+	if (!cq)
+		return VIP_INVALID_PARAMETER;
+	if (!cq->nic->ops->cq_ready)
+		return VIP_ERROR_NOT_SUPPORTED;
+	return vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout);
 }

@@ -273,7 +273,19 @@ struct vd_prov_ops {
 	int (*cq_pop)(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 	/* Append an event for a locally completed descriptor. */
 	int (*cq_push_local)(struct vd_cq *cq, struct vd_vi *vi, bool recv);
-	int (*cq_sleep)(struct vd_cq *cq, uint64_t deadline_ns);
+	/* rings: a message in a ring feeding the CQ also ends the sleep. */
+	int (*cq_sleep)(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
+	/* Non-consuming: the CQ holds an event, or the message ring of a VI
+	 * whose receive queue is bound to it holds a message.  No lock held. */
+	bool (*cq_ready)(struct vd_cq *cq);
+
+	/* Message rings (viaduct_ring_*; NULL: not supported).  Send with
+	 * sq.lock held, peek and release with rq.lock held.  0, -EAGAIN (full
+	 * / empty), -EMSGSIZE, -ENOTCONN, -EPROTO, -EINVAL (nothing peeked). */
+	int (*ring_send)(struct vd_vi *vi, const void *hdr, uint32_t hlen,
+			 const void *data, uint32_t len);
+	int (*ring_peek)(struct vd_vi *vi, const void **msg, uint32_t *len);
+	int (*ring_release)(struct vd_vi *vi);
 
 	/* Before a registration's memory is released: wait until no peer is
 	 * inside an RDMA on TPT index idx (the key is already revoked). */

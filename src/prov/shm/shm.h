@@ -34,6 +34,8 @@ struct vd_shm_conn {
 	uint8_t *rx_ring;
 	uint32_t depth;                     /* power of two */
 	uint32_t pio_bytes;
+	uint8_t *tx_msg, *rx_msg;           /* message rings (shm_ring.c) */
+	uint32_t msg_lines;                 /* lines per message ring */
 
 	/* Peer's TPT, mapped read-only (VD_TPT_SHARED_BYTES), for RDMA. */
 	const struct vd_tpt_shared *peer_tpt;
@@ -58,6 +60,15 @@ struct vd_shm_conn {
 	uint32_t rx_cookie_read_lazy;       /* rq lock */
 	uint32_t rx_cookie_taken;           /* rq lock: cookies used so far */
 	uint32_t peer_rcq_cap;              /* validated copy of the ring's */
+	/* Message ring indices, absolute lines (shm_ring.c). */
+	uint32_t msg_write;                 /* sq lock: next free line */
+	uint32_t msg_read_lazy;             /* sq lock: receiver's msg_read */
+	_Atomic uint32_t msg_next;          /* rq lock: next header line (read
+	                                     * unlocked by cq_rings_ready) */
+	uint32_t msg_peeked;                /* rq lock: lines of the message
+	                                     * peek returned, 0 = none */
+	struct vd_list cq_link;             /* linked_cq->rings */
+	struct vd_shm_cq *linked_cq;        /* receive CQ listing us, or NULL */
 
 	_Atomic bool broken;                /* set once; no more transfers */
 	bool in_epoll;                      /* service thread watches it */
@@ -78,6 +89,10 @@ struct vd_shm_cq {
 	size_t len;
 	_Atomic int sleepers;               /* threads inside cq_sleep */
 	_Atomic bool closing;
+	/* Connections whose receiving VI is bound to this CQ: their message
+	 * rings count as "something arrived" for viaduct_cq_wait_any. */
+	pthread_mutex_t rings_lock;
+	struct vd_list rings;               /* vd_shm_conn.cq_link */
 };
 
 /* ---- service thread (shm_service.c) ---------------------------------------
@@ -101,7 +116,7 @@ void vd_shm_notice(struct vd_shm_conn *c, enum vd_shm_notice n, bool breaks);
 /* ---- connection set-up helpers (shm_conn.c) ------------------------------ */
 /* Map, validate and wire up a connection region received from a peer or
  * created locally.  0 or -errno; on error nothing is left mapped. */
-int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, int *memfd);
+int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, uint32_t msg_bytes, int *memfd);
 int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx);
 void vd_shm_conn_free(struct vd_shm_conn *c);
 
@@ -120,7 +135,7 @@ int vd_shm_cq_open(struct vd_cq *cq);
 void vd_shm_cq_close(struct vd_cq *cq);
 int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
-int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns);
+int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 /* Append an event to a ring (ours or a peer's); -ENOSPC when full. */
 int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev);
 
@@ -158,6 +173,23 @@ void vd_shm_conn_fail(struct vd_shm_conn *c, const char *why);
 /* After a sender's descriptor completed in error at a reliable level:
  * tell the peer (`why`) and break the VI (send lock held). */
 void vd_shm_break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_notice why);
+
+/* ---- message rings (shm_ring.c) -------------------------------------------
+ * Send with the sq lock held, peek and release with the rq lock held:
+ * 0, -EAGAIN (ring full / empty), -EMSGSIZE, -ENOTCONN, -EPROTO (the peer
+ * wrote a malformed entry: the connection is failed), -EINVAL (release
+ * without a peeked message). */
+int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
+		     const void *data, uint32_t len);
+int vd_shm_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len);
+int vd_shm_ring_release(struct vd_vi *vi);
+bool vd_shm_ring_ready(struct vd_shm_conn *c);
+/* List c's receive ring on vi's receive CQ (no VI lock held), and take it
+ * off before the connection goes. */
+void vd_shm_ring_link(struct vd_vi *vi, struct vd_shm_conn *c);
+void vd_shm_ring_unlink(struct vd_shm_conn *c);
+bool vd_shm_cq_rings_ready(struct vd_shm_cq *sc);
+bool vd_shm_cq_ready(struct vd_cq *cq);
 
 /* ---- futex (shm_xfer.c) ----------------------------------------------------- */
 int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);

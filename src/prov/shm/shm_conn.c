@@ -31,8 +31,11 @@ static uint32_t vd_shm_probe_word = VD_SHM_PROBE_VAL;
 
 /* ---- the connection region ----------------------------------------------------- */
 
+/* Per direction: cookies, xfers, pio ring, message ring. */
+#define VD_AREAS 4
+
 struct layout {
-	uint32_t off[2][3];             /* per dir: cookies, xfers, ring */
+	uint32_t off[2][VD_AREAS];
 	uint32_t size;
 };
 
@@ -46,20 +49,32 @@ static bool pow2(uint32_t x)
 	return x && !(x & (x - 1));
 }
 
-static int layout_make(uint32_t depth, uint32_t pio, struct layout *lo)
+static bool ring_size_ok(uint32_t bytes)
 {
-	uint64_t at = al64(sizeof(struct vd_shm_region));
+	return pow2(bytes) && bytes >= 4 * VD_CACHELINE && bytes <= VD_SHM_MAX_PIO;
+}
 
-	if (!pow2(depth) || depth > VD_SHM_MAX_DEPTH || !pow2(pio) ||
-	    pio < VD_CACHELINE || pio > VD_SHM_MAX_PIO)
+/* Bytes of each area of a direction, in layout order. */
+static void area_lens(uint32_t depth, uint32_t pio, uint32_t msg, uint64_t len[VD_AREAS])
+{
+	len[0] = (uint64_t)depth * sizeof(struct vd_shm_cookie);
+	len[1] = (uint64_t)depth * sizeof(struct vd_shm_xfer);
+	len[2] = pio;
+	len[3] = msg;
+}
+
+static int layout_make(uint32_t depth, uint32_t pio, uint32_t msg, struct layout *lo)
+{
+	uint64_t at = al64(sizeof(struct vd_shm_region)), len[VD_AREAS];
+
+	if (!pow2(depth) || depth > VD_SHM_MAX_DEPTH || !ring_size_ok(pio) || !ring_size_ok(msg))
 		return -EINVAL;
+	area_lens(depth, pio, msg, len);
 	for (int d = 0; d < 2; d++) {
-		lo->off[d][0] = (uint32_t)at;
-		at += al64((uint64_t)depth * sizeof(struct vd_shm_cookie));
-		lo->off[d][1] = (uint32_t)at;
-		at += al64((uint64_t)depth * sizeof(struct vd_shm_xfer));
-		lo->off[d][2] = (uint32_t)at;
-		at += al64(pio);
+		for (int a = 0; a < VD_AREAS; a++) {
+			lo->off[d][a] = (uint32_t)at;
+			at += al64(len[a]);
+		}
 	}
 	lo->size = (uint32_t)at;
 	return 0;
@@ -70,11 +85,11 @@ static int seal_sizes(int fd)
 	return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ? -errno : 0;
 }
 
-int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, int *memfd)
+int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, uint32_t msg_bytes, int *memfd)
 {
 	struct vd_shm_region *r;
 	struct layout lo;
-	int fd, err = layout_make(depth, pio_bytes, &lo);
+	int fd, err = layout_make(depth, pio_bytes, msg_bytes, &lo);
 
 	if (err)
 		return err;
@@ -98,10 +113,12 @@ int vd_shm_region_create(uint32_t depth, uint32_t pio_bytes, int *memfd)
 	r->size = lo.size;
 	r->depth = depth;
 	r->pio_bytes = pio_bytes;
+	r->msg_bytes = msg_bytes;
 	for (int d = 0; d < 2; d++) {
 		r->dir[d].off_cookies = lo.off[d][0];
 		r->dir[d].off_xfers = lo.off[d][1];
 		r->dir[d].off_ring = lo.off[d][2];
+		r->dir[d].off_msg = lo.off[d][3];
 	}
 	munmap(r, lo.size);
 	*memfd = fd;
@@ -123,12 +140,14 @@ static int fd_sized(int fd, size_t min, size_t max, size_t *size)
 	return 0;
 }
 
-/* Six ranges [off, off+len) inside [hdr, size), 64-byte aligned, pairwise
- * disjoint. */
-static bool ranges_ok(const uint32_t off[6], const uint64_t len[6], uint64_t hdr,
-		      uint64_t size)
+#define VD_RANGES (2 * VD_AREAS)
+
+/* Every range [off, off+len) inside [hdr, size), 64-byte aligned,
+ * pairwise disjoint. */
+static bool ranges_ok(const uint32_t off[VD_RANGES], const uint64_t len[VD_RANGES],
+		      uint64_t hdr, uint64_t size)
 {
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < VD_RANGES; i++) {
 		if ((off[i] & (VD_CACHELINE - 1)) || off[i] < hdr || off[i] + len[i] > size)
 			return false;
 		for (int j = 0; j < i; j++)
@@ -140,21 +159,23 @@ static bool ranges_ok(const uint32_t off[6], const uint64_t len[6], uint64_t hdr
 
 /* Validates a copy of the header taken once, so a peer rewriting the
  * shared header later changes nothing we use. */
-static int region_check(const struct vd_shm_region *h, size_t size, uint32_t off[6])
+static int region_check(const struct vd_shm_region *h, size_t size, uint32_t off[VD_RANGES])
 {
-	uint64_t len[6];
+	uint64_t len[VD_RANGES];
 
 	if (h->magic != VD_SHM_MAGIC || h->version != VD_SHM_VERSION || h->size != size ||
-	    !pow2(h->depth) || h->depth > VD_SHM_MAX_DEPTH || !pow2(h->pio_bytes) ||
-	    h->pio_bytes < VD_CACHELINE || h->pio_bytes > VD_SHM_MAX_PIO)
+	    !pow2(h->depth) || h->depth > VD_SHM_MAX_DEPTH || !ring_size_ok(h->pio_bytes) ||
+	    !ring_size_ok(h->msg_bytes) || h->msg_bytes < VD_SHM_MSG_BYTES)
 		return -EPROTO;
 	for (int d = 0; d < 2; d++) {
-		off[3 * d] = h->dir[d].off_cookies;
-		off[3 * d + 1] = h->dir[d].off_xfers;
-		off[3 * d + 2] = h->dir[d].off_ring;
-		len[3 * d] = (uint64_t)h->depth * sizeof(struct vd_shm_cookie);
-		len[3 * d + 1] = (uint64_t)h->depth * sizeof(struct vd_shm_xfer);
-		len[3 * d + 2] = h->pio_bytes;
+		const struct vd_shm_dir *dir = &h->dir[d];
+		uint32_t *o = off + VD_AREAS * d;
+
+		o[0] = dir->off_cookies;
+		o[1] = dir->off_xfers;
+		o[2] = dir->off_ring;
+		o[3] = dir->off_msg;
+		area_lens(h->depth, h->pio_bytes, h->msg_bytes, len + VD_AREAS * d);
 	}
 	return ranges_ok(off, len, sizeof(*h), size) ? 0 : -EPROTO;
 }
@@ -162,7 +183,7 @@ static int region_check(const struct vd_shm_region *h, size_t size, uint32_t off
 int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx)
 {
 	struct vd_shm_region hdr;
-	uint32_t off[6];
+	uint32_t off[VD_RANGES];
 	size_t size;
 	char *base;
 	int err = fd_sized(memfd, sizeof(hdr), 1u << 30, &size);
@@ -178,7 +199,7 @@ int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx)
 		munmap(base, size);
 		return err;
 	}
-	int tx = 3 * dir_tx, rx = 3 * (1 - dir_tx);
+	int tx = VD_AREAS * dir_tx, rx = VD_AREAS * (1 - dir_tx);
 	c->region = (struct vd_shm_region *)base;
 	c->region_len = size;
 	c->tx = &c->region->dir[dir_tx];
@@ -189,8 +210,11 @@ int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx)
 	c->rx_cookies = (struct vd_shm_cookie *)(base + off[rx]);
 	c->rx_xfers = (struct vd_shm_xfer *)(base + off[rx + 1]);
 	c->rx_ring = (uint8_t *)(base + off[rx + 2]);
+	c->tx_msg = (uint8_t *)(base + off[tx + 3]);
+	c->rx_msg = (uint8_t *)(base + off[rx + 3]);
 	c->depth = hdr.depth;
 	c->pio_bytes = hdr.pio_bytes;
+	c->msg_lines = hdr.msg_bytes / VD_CACHELINE;
 	return 0;
 }
 
@@ -297,6 +321,7 @@ void vd_shm_conn_free(struct vd_shm_conn *c)
 {
 	if (!c)
 		return;
+	vd_shm_ring_unlink(c);          /* before its memory goes */
 	if (c->region)
 		munmap(c->region, c->region_len);
 	if (c->peer_tpt)
@@ -383,11 +408,18 @@ static int attrs_match(const struct vd_vi *vi, const struct vd_shm_hs *hs)
 
 static void vi_set_conn(struct vd_vi *vi, struct vd_shm_conn *c)
 {
+	struct vd_shm_conn *old;
+
+	if (c)
+		vd_shm_ring_link(vi, c);
 	vd_lock(&vi->sq.lock);
 	vd_lock(&vi->rq.lock);
+	old = vi->conn;
 	vi->conn = c;
 	vd_unlock(&vi->rq.lock);
 	vd_unlock(&vi->sq.lock);
+	if (old && old != c)
+		vd_shm_ring_unlink(old);
 }
 
 /* Acceptor, before ACCEPT: attach and offer the posted receives while
@@ -415,6 +447,7 @@ static void acc_unoffer(struct vd_vi *vi, struct vd_shm_conn *c)
 	}
 	vd_unlock(&vi->rq.lock);
 	vd_unlock(&vi->sq.lock);
+	vd_shm_ring_unlink(c);
 }
 
 
@@ -523,7 +556,7 @@ static int acc_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t unti
 
 static int req_prepare(struct vd_shm_pend *p)
 {
-	int err = vd_shm_region_create(VD_SHM_DEPTH, VD_SHM_PIO_BYTES, &p->region_fd);
+	int err = vd_shm_region_create(VD_SHM_DEPTH, VD_SHM_PIO_BYTES, VD_SHM_MSG_BYTES, &p->region_fd);
 
 	if (err)
 		return err;

@@ -45,6 +45,8 @@ int vd_shm_cq_open(struct vd_cq *cq)
 
 	if (!sc)
 		return -ENOMEM;
+	pthread_mutex_init(&sc->rings_lock, NULL);
+	vd_list_init(&sc->rings);
 	sc->memfd = memfd_create("viaduct-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sc->memfd < 0 || ftruncate(sc->memfd, (off_t)len) ||
 	    fcntl(sc->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
@@ -71,12 +73,20 @@ fail:
 		munmap(sc->ring, len);
 	if (sc->memfd >= 0)
 		close(sc->memfd);
+	pthread_mutex_destroy(&sc->rings_lock);
 	free(sc);
 	return err;
 }
 
-/* Called with cq->lock held.  Sleepers are woken (the word changes, so
- * none can miss it) and waited for before the ring is unmapped. */
+static void ring_the_bell(struct vd_cq_ring *r)
+{
+	atomic_fetch_add(&r->b.bell, 1);
+	vd_futex_wake(&r->b.bell);
+}
+
+/* Called with cq->lock held, no VI bound any more (so no ring is
+ * listed).  Sleepers are woken (the word changes, so none can miss it)
+ * and waited for before the ring is unmapped. */
 void vd_shm_cq_close(struct vd_cq *cq)
 {
 	struct vd_shm_cq *sc = cq->prov;
@@ -85,12 +95,12 @@ void vd_shm_cq_close(struct vd_cq *cq)
 		return;
 	cq->prov = NULL;
 	atomic_store(&sc->closing, true);
-	atomic_fetch_add(&sc->ring->p.write, 1);
-	vd_futex_wake(&sc->ring->p.write);
+	ring_the_bell(sc->ring);
 	while (atomic_load(&sc->sleepers))
 		sched_yield();
 	munmap(sc->ring, sc->len);
 	close(sc->memfd);
+	pthread_mutex_destroy(&sc->rings_lock);
 	free(sc);
 }
 
@@ -118,7 +128,7 @@ int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev)
 	/* Pairs with the consumer's seq_cst arming in vd_shm_cq_sleep(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&r->c.waiting, memory_order_relaxed))
-		vd_futex_wake(&r->p.write);
+		ring_the_bell(r);
 	return 0;
 }
 
@@ -157,11 +167,32 @@ int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *bits, bool *recv)
 	return 0;
 }
 
-int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline)
+static bool events_ready(struct vd_shm_cq *sc)
+{
+	/* Acquire pairs with vd_cq_ring_push()'s release of write. */
+	return atomic_load(&sc->ring->p.write) != atomic_load(&sc->ring->c.read);
+}
+
+/* Non-consuming: an event, or a message in a ring feeding the CQ. */
+bool vd_shm_cq_ready(struct vd_cq *cq)
+{
+	struct vd_shm_cq *sc;
+	bool ready;
+
+	vd_lock(&cq->lock);
+	sc = cq->prov;
+	ready = sc && (events_ready(sc) || vd_shm_cq_rings_ready(sc));
+	vd_unlock(&cq->lock);
+	return ready;
+}
+
+/* rings: a message in a ring feeding the CQ also ends the sleep
+ * (viaduct_cq_wait_any); VipCQWait waits for events only. */
+int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 {
 	struct vd_shm_cq *sc;
 	struct vd_cq_ring *r;
-	uint32_t w;
+	uint32_t bell;
 	int err = 0;
 
 	/* Registered under the lock, so vd_shm_cq_close (which holds it)
@@ -174,11 +205,14 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline)
 	if (!sc)
 		return 0;
 	r = sc->ring;
-	/* seq_cst RMW pairs with the producer's fence in vd_cq_ring_push. */
+	/* seq_cst RMW pairs with the producers' fence in vd_cq_ring_push
+	 * and exchange in shm_ring.c's publish(): either they see the
+	 * count and ring the bell, or we see what they published. */
 	atomic_fetch_add(&r->c.waiting, 1);
-	w = atomic_load(&r->p.write);
-	if (w == atomic_load(&r->c.read) && !atomic_load(&sc->closing))
-		err = vd_futex_wait(&r->p.write, w, deadline);
+	bell = atomic_load(&r->b.bell);
+	if (!events_ready(sc) && !atomic_load(&sc->closing) &&
+	    !(rings && vd_shm_cq_rings_ready(sc)))
+		err = vd_futex_wait(&r->b.bell, bell, deadline);
 	atomic_fetch_sub(&r->c.waiting, 1);
 	atomic_fetch_sub(&sc->sleepers, 1);
 	return err;

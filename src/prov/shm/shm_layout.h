@@ -16,6 +16,7 @@
  *     cookies[depth]                receiver -> sender: posted receives
  *     xfers[depth]                  sender -> receiver: completions
  *     pio ring (pio_bytes)          sender -> receiver: inline payloads
+ *     message ring (msg_bytes)      sender -> receiver: viaduct_ring_send
  *
  * The CLAN distributed message queue (seed 001 figure 4): the producer
  * owns write_i, the consumer owns read_i, each keeps a lazy private copy
@@ -31,7 +32,7 @@
 #include <stdint.h>
 
 #define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
-#define VD_SHM_VERSION 3u
+#define VD_SHM_VERSION 4u
 #define VD_CACHELINE 64
 
 /* Cookie and transfer slots per direction.  Small on purpose: every
@@ -43,6 +44,21 @@
 #define VD_SHM_DEPTH 32u
 #define VD_SHM_PIO_BYTES (256u * 1024)  /* inline payload ring */
 #define VD_SHM_INLINE 40u               /* payload bytes inside a slot */
+#define VD_SHM_MSG_BYTES (128u * 1024)  /* message ring (viaduct_ring_*) */
+
+/* A message in the message ring starts on a line with this header; the
+ * payload follows it, contiguous, and never wraps (a VD_RING_WRAP header
+ * sends the reader back to offset 0).  `pos` is the absolute line index
+ * of the header + 1, so a header left over from an earlier lap never
+ * matches; and the writer zeroes the line after every message before it
+ * publishes the message, so stale payload bytes are never taken for a
+ * header either.  The 64-bit word is stored last, with release. */
+#define VD_RING_WRAP 0xffffffffu
+struct vd_ring_hdr {
+	uint32_t len;                   /* payload bytes, or VD_RING_WRAP */
+	uint32_t pos;                   /* absolute line index + 1 */
+};
+static_assert(sizeof(struct vd_ring_hdr) == 8, "ring header layout");
 
 /* One cache line per writer. */
 #define VD_LINE(decl) \
@@ -112,6 +128,7 @@ struct vd_shm_dir {
 	VD_LINE(struct {
 		_Atomic uint32_t xfer_read;     /* xfers consumed */
 		_Atomic uint32_t ring_read;     /* pio ring bytes released */
+		_Atomic uint32_t msg_read;      /* message ring lines released */
 	}) r2;
 	/* written by R rarely: S reads these at every send, so they must not
 	 * share a line with anything R writes often */
@@ -142,7 +159,8 @@ struct vd_shm_dir {
 	uint32_t off_cookies;           /* from the region start */
 	uint32_t off_xfers;
 	uint32_t off_ring;
-	uint32_t reserved[13];
+	uint32_t off_msg;               /* message ring */
+	uint32_t reserved[12];
 };
 static_assert(sizeof(struct vd_shm_dir) == 8 * VD_CACHELINE, "dir layout");
 
@@ -152,7 +170,8 @@ struct vd_shm_region {
 	uint32_t size;                  /* bytes of the whole region */
 	uint32_t depth;                 /* slots per queue, power of two */
 	uint32_t pio_bytes;             /* ring bytes per direction */
-	uint32_t reserved[11];
+	uint32_t msg_bytes;             /* message ring bytes per direction */
+	uint32_t reserved[10];
 	struct vd_shm_dir dir[2];
 };
 static_assert(sizeof(struct vd_shm_region) == VD_CACHELINE + 2 * sizeof(struct vd_shm_dir),
@@ -166,7 +185,7 @@ static_assert(sizeof(struct vd_shm_region) == VD_CACHELINE + 2 * sizeof(struct v
  * nothing was published).  Events are the 64-bit VI handle of the owner's
  * VI, with bit 63 set for the receive queue. */
 #define VD_CQR_MAGIC 0x76646371u        /* "vdcq" */
-#define VD_CQR_VERSION 1u
+#define VD_CQR_VERSION 2u
 #define VD_CQR_RECV (1ull << 63)
 
 struct vd_cq_ring {
@@ -182,8 +201,14 @@ struct vd_cq_ring {
 	}) p;
 	VD_LINE(struct {
 		_Atomic uint32_t read;      /* consumed */
-		_Atomic uint32_t waiting;   /* consumer sleeps on p.write */
+		_Atomic uint32_t waiting;   /* consumer sleeps on b.bell */
 	}) c;
+	/* The consumer's futex word, bumped by a producer that saw `waiting`:
+	 * both event pushes and message-ring sends to a VI bound to the CQ
+	 * ring it (viaduct_cq_wait_any). */
+	VD_LINE(struct {
+		_Atomic uint32_t bell;
+	}) b;
 	_Atomic uint64_t ev[];
 };
 

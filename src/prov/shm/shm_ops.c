@@ -28,5 +28,9 @@ const struct vd_prov_ops vd_shm_ops = {
 	.cq_pop = vd_shm_cq_pop,
 	.cq_push_local = vd_shm_cq_push_local,
 	.cq_sleep = vd_shm_cq_sleep,
+	.cq_ready = vd_shm_cq_ready,
+	.ring_send = vd_shm_ring_send,
+	.ring_peek = vd_shm_ring_peek,
+	.ring_release = vd_shm_ring_release,
 	.mr_quiesce = vd_shm_mr_quiesce,
 };

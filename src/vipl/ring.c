@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Message rings (viaduct extension, docs/vipl.md "Message rings"): small
+ * messages outside the descriptor queues.  This file checks handles and
+ * state and serialises callers on the VI's queue locks; the provider
+ * moves the bytes.
+ */
+#include <errno.h>
+
+#include "vipl/vipl_internal.h"
+
+VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vh, const void *hdr, VIP_UINT32 hdr_len,
+			     const void *data, VIP_UINT32 data_len)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	int err;
+
+	if (!vi || (hdr_len && !hdr) || (data_len && !data) ||
+	    (uint64_t)hdr_len + data_len > VIADUCT_RING_MAX_MSG)
+		return VIP_INVALID_PARAMETER;
+	if (!vi->nic->ops->ring_send)
+		return VIP_ERROR_NOT_SUPPORTED;
+	vd_lock(&vi->sq.lock);
+	err = atomic_load_explicit(&vi->state, memory_order_relaxed) == VIP_STATE_CONNECTED ?
+	      vi->nic->ops->ring_send(vi, hdr, hdr_len, data, data_len) : -ENOTCONN;
+	vd_unlock(&vi->sq.lock);
+	return vd_ret(err);
+}
+
+/* Messages that arrived before the connection broke stay readable until
+ * the VI disconnects; then "empty" becomes VIP_INVALID_STATE. */
+VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	uint32_t n = 0;
+	int err;
+
+	if (!vi || !msg || !len)
+		return VIP_INVALID_PARAMETER;
+	if (!vi->nic->ops->ring_peek)
+		return VIP_ERROR_NOT_SUPPORTED;
+	vd_lock(&vi->rq.lock);
+	err = vi->nic->ops->ring_peek(vi, msg, &n);
+	if (err == -EAGAIN && atomic_load(&vi->state) != VIP_STATE_CONNECTED)
+		err = -ENOTCONN;
+	vd_unlock(&vi->rq.lock);
+	*len = n;
+	return vd_ret(err);
+}
+
+VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vh)
+{
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	int err;
+
+	if (!vi)
+		return VIP_INVALID_PARAMETER;
+	if (!vi->nic->ops->ring_release)
+		return VIP_ERROR_NOT_SUPPORTED;
+	vd_lock(&vi->rq.lock);
+	err = vi->nic->ops->ring_release(vi);
+	vd_unlock(&vi->rq.lock);
+	return err == -EINVAL ? VIP_INVALID_STATE : vd_ret(err);
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Description: message rings (viaduct_ring_send / peek / release and
+ * viaduct_cq_wait_any), parent receiving, child sending.
+ *  - Before connecting, send and peek give VIP_INVALID_STATE; a bad
+ *    handle, NULL data with a length, or a message over
+ *    VIADUCT_RING_MAX_MSG gives VIP_INVALID_PARAMETER; release with
+ *    nothing peeked gives VIP_INVALID_STATE; wait_any times out.
+ *  - A stream of 20000 messages of mixed sizes (0 to the maximum, so the
+ *    ring wraps at every offset) arrives whole, in order, byte-exact.
+ *  - A full ring says VIP_NOT_DONE and writes nothing; what was accepted
+ *    is delivered after the receiver drains, and sending resumes.
+ *  - A receiver asleep in viaduct_cq_wait_any wakes for a ring message.
+ *  - Messages sent before the peer dies are still delivered; then peek
+ *    says VIP_INVALID_STATE.  Stats count sends and receives.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "viptest.h"
+
+#define NSTREAM 20000u
+#define NLAST 3u
+
+static uint32_t size_of(uint32_t i)
+{
+	if (i % 97 == 0)
+		return VIADUCT_RING_MAX_MSG - 4;
+	return (i * 37u) % 3000u;
+}
+
+/* ---- sender (child) -------------------------------------------------------------- */
+
+static void send_one(VIP_VI_HANDLE vi, uint32_t i, uint8_t *buf)
+{
+	uint32_t len = size_of(i);
+	VIP_RETURN r;
+
+	vt_fill(buf, len, i);
+	while ((r = viaduct_ring_send(vi, &i, sizeof(i), buf, len)) == VIP_NOT_DONE)
+		sched_yield();
+	VT_OK(r);
+}
+
+static uint32_t fill_ring(VIP_VI_HANDLE vi, uint32_t first, uint8_t *buf)
+{
+	uint32_t i = first;
+
+	for (;; i++) {
+		uint32_t len = size_of(i);
+		vt_fill(buf, len, i);
+		VIP_RETURN r = viaduct_ring_send(vi, &i, sizeof(i), buf, len);
+		if (r == VIP_NOT_DONE)
+			return i;
+		VT_OK(r);
+	}
+}
+
+static int sender(void *arg)
+{
+	uint8_t *buf = malloc(VIADUCT_RING_MAX_MSG);
+	struct vt_side s;
+	char disc[32];
+	uint32_t i, full;
+	(void)arg;
+
+	VDT_CHECK(buf != NULL);
+	vt_side_open(&s, VIP_SERVICE_RELIABLE_DELIVERY, NULL);
+	VT_EXPECT(viaduct_ring_send(s.vi, "x", 1, NULL, 0), VIP_INVALID_STATE);
+	vt_side_connect(&s, vt_disc(disc, "ring"));
+	VT_EXPECT(viaduct_ring_send(s.vi, "x", 1, NULL, 5), VIP_INVALID_PARAMETER);
+	VT_EXPECT(viaduct_ring_send(s.vi, buf, 8, buf, VIADUCT_RING_MAX_MSG - 7),
+		  VIP_INVALID_PARAMETER);
+	VT_EXPECT(viaduct_ring_send(NULL, "x", 1, NULL, 0), VIP_INVALID_PARAMETER);
+	for (i = 0; i < NSTREAM; i++)
+		send_one(s.vi, i, buf);
+	/* Full ring while the receiver waits at the barrier. */
+	full = fill_ring(s.vi, NSTREAM, buf);
+	VDT_CHECK(vt_put_u64(vt_fd, full) == 0);
+	VDT_CHECK(vt_sync(vt_fd) == 0);         /* receiver drains */
+	VDT_CHECK(vt_sync(vt_fd) == 0);         /* drained */
+	send_one(s.vi, full, buf);
+	/* Wake a sleeping receiver. */
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	usleep(200 * 1000);
+	send_one(s.vi, full + 1, buf);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	/* Last words, then die without disconnecting. */
+	for (i = 0; i < NLAST; i++)
+		send_one(s.vi, full + 2 + i, buf);
+	_exit(0);
+}
+
+/* ---- receiver (parent) ------------------------------------------------------------- */
+
+static void recv_one(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq, uint32_t want)
+{
+	const void *m;
+	VIP_UINT32 len;
+	VIP_RETURN r;
+	uint32_t idx;
+
+	while ((r = viaduct_ring_peek(vi, &m, &len)) == VIP_NOT_DONE)
+		VT_OK(viaduct_cq_wait_any(cq, 10000));
+	VT_OK(r);
+	VDT_CHECK(len == sizeof(idx) + size_of(want));
+	memcpy(&idx, m, sizeof(idx));
+	if (idx != want)
+		fprintf(stderr, "message %u arrived, expected %u\n", idx, want);
+	VDT_CHECK(idx == want);
+	VDT_CHECK(vt_check((const uint8_t *)m + sizeof(idx), len - sizeof(idx), want) < 0);
+	VT_OK(viaduct_ring_release(vi));
+}
+
+static void wait_broken(VIP_VI_HANDLE vi)
+{
+	uint64_t give_up = vt_now_ms() + 10000;
+
+	while (vt_state(vi) == VIP_STATE_CONNECTED && vt_now_ms() < give_up)
+		usleep(1000);
+	VDT_CHECK(vt_state(vi) != VIP_STATE_CONNECTED);
+}
+
+static int receiver(void *arg)
+{
+	VIP_VI_ATTRIBUTES va;
+	struct viaduct_vi_stats st;
+	struct vt_side s;
+	VIP_CQ_HANDLE cq;
+	const void *m;
+	VIP_UINT32 len;
+	uint64_t full, t0;
+	char disc[32];
+	(void)arg;
+
+	VT_OK(VipOpenNic("/dev/via_lo", &s.nic));
+	VT_OK(VipCreateCQ(s.nic, 64, &cq));
+	va = vt_vi_attrs(s.nic, VIP_SERVICE_RELIABLE_DELIVERY);
+	VT_OK(VipCreateVi(s.nic, &va, NULL, cq, &s.vi));
+	VT_EXPECT(viaduct_ring_peek(s.vi, &m, &len), VIP_INVALID_STATE);
+	VT_EXPECT(viaduct_ring_release(s.vi), VIP_INVALID_STATE);
+	VT_EXPECT(viaduct_ring_peek(s.vi, NULL, &len), VIP_INVALID_PARAMETER);
+	VT_EXPECT(viaduct_cq_wait_any(cq, 20), VIP_TIMEOUT);
+	VT_EXPECT(viaduct_cq_wait_any(NULL, 20), VIP_INVALID_PARAMETER);
+	vt_side_connect(&s, vt_disc(disc, "ring"));
+	for (uint32_t i = 0; i < NSTREAM; i++)
+		recv_one(s.vi, cq, i);
+	VDT_CHECK(vt_get_u64(vt_fd, &full) == 0);
+	VDT_CHECK(full > NSTREAM + 2);          /* at least 3 messages fit */
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	for (uint32_t i = NSTREAM; i < full; i++)
+		recv_one(s.vi, cq, i);
+	VT_EXPECT(viaduct_ring_peek(s.vi, &m, &len), VIP_NOT_DONE);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	recv_one(s.vi, cq, (uint32_t)full);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	t0 = vt_now_ms();
+	VT_OK(viaduct_cq_wait_any(cq, 10000));  /* asleep until it arrives */
+	VDT_CHECK(vt_now_ms() - t0 >= 100);
+	recv_one(s.vi, cq, (uint32_t)full + 1);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	wait_broken(s.vi);
+	for (uint32_t i = 0; i < NLAST; i++)
+		recv_one(s.vi, cq, (uint32_t)full + 2 + i);
+	VT_EXPECT(viaduct_ring_peek(s.vi, &m, &len), VIP_INVALID_STATE);
+	VT_OK(viaduct_vi_get_stats(s.vi, &st));
+	VDT_CHECK(st.recvs == full + 2 + NLAST);
+	vt_side_close(&s);
+	return 0;
+}
+
+int main(void)
+{
+	return vt_run_main(receiver, sender, 0, 120);
+}
