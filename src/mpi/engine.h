@@ -23,6 +23,8 @@ enum vd_msg_type {
 
 #define VD_MSG_VERSION 2
 #define VD_MSGF_SYNC 0x1u               /* sender wants SYNC_ACK when matched */
+#define VD_MSGF_SPLIT 0x2u              /* RTS_GET: the sender may write part
+                                         * (CTS at `off`); CTS: write that part */
 
 /* Wire header in front of every message.  Messages travel through the
  * VIs' message rings (viaduct_ring_send), whole and in order per pair of
@@ -41,7 +43,8 @@ struct vd_msg {
 	/* RTS_GET and CTS only */
 	uint64_t addr;                  /* RTS_GET: source; CTS: destination */
 	uint32_t mh;                    /* memory handle for addr */
-	uint32_t reserved2;
+	uint32_t off;                   /* CTS with VD_MSGF_SPLIT: the part
+	                                 * [off, off + len) of the message */
 };
 #define VD_MSG_SHORT 32                 /* bytes of the header without the tail */
 _Static_assert(sizeof(struct vd_msg) == 48, "wire header");
@@ -81,6 +84,7 @@ struct vd_req {
 	int peer;                       /* world rank */
 	enum vd_send_mode mode;
 	bool queued;                    /* waiting for a send slot */
+	int parts;                      /* split transfer: halves still moving */
 	struct vd_msg hdr;              /* what to send once a slot frees */
 	struct vd_req *next;            /* posted-receive or send queue */
 };

@@ -10,6 +10,9 @@
  *               sender RDMA-writes with immediate data, which completes
  *               the receive (zero copy across nodes once a network
  *               provider exists).
+ *   split       (auto, from VIADUCT_MPI_SPLIT_MIN bytes) get and rendezvous
+ *               at once: the receiver reads the first half while the
+ *               sender writes the second, so two cores copy.
  * VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto forces one (eager only up to
  * the eager buffer size), VIADUCT_MPI_EAGER_MAX sets the switch point and
  * VIADUCT_MPI_LARGE=get|rndv the protocol above it.
@@ -25,13 +28,17 @@ enum proto { P_EAGER, P_GET, P_RNDV };
 static enum proto forced = P_EAGER;
 static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
 static enum proto large = P_GET;
+static size_t split_min = 256 * 1024;   /* measured: docs/bench-mpi.md */
 
 static void read_env(void)
 {
 	const char *p = getenv("VIADUCT_MPI_PROTOCOL");
 	const char *l = getenv("VIADUCT_MPI_LARGE");
+	const char *sm = getenv("VIADUCT_MPI_SPLIT_MIN");
 
 	forcing = 0;
+	if (sm && *sm)
+		split_min = strtoull(sm, NULL, 0);      /* 0: never split */
 	if (p && !strcmp(p, "eager"))
 		forcing = 1, forced = P_EAGER;
 	else if (p && !strcmp(p, "get"))
@@ -91,6 +98,9 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.sreq = r->id;
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
+	if (p == P_GET && !forcing && split_min && r->bytes >= split_min &&
+	    r->bytes <= UINT32_MAX)
+		m.flags |= VD_MSGF_SPLIT;
 	return vd_wire_send(r->peer, &m, NULL, 0);
 }
 
@@ -126,21 +136,41 @@ static void release_mh(struct vd_req *r)
 	}
 }
 
+/* A split transfer's send ends with both its write and the receiver's
+ * DONE (the receiver has finished reading the other half). */
+static void send_part_done(struct vd_req *r, int err)
+{
+	if (err)
+		r->err = MPI_ERR_OTHER;
+	if (r->parts > 0 && --r->parts > 0)
+		return;
+	release_mh(r);
+	vd_req_complete(r, r->err);
+}
+
 void vd_proto_write_done(struct vd_req *r, int err)
 {
-	release_mh(r);
-	vd_req_complete(r, err ? MPI_ERR_OTHER : MPI_SUCCESS);
+	send_part_done(r, err);
 }
 
 static void got_cts(const struct vd_msg *m)
 {
 	struct vd_req *r = vd_req_get((MPI_Request)m->sreq);
+	uint64_t off = 0, len;
 
 	if (!r || r->kind != VD_REQ_SEND || r->done)
 		return;
-	if (vd_wire_rdma_write_imm(r->peer, r, r->data, r->mh, m->addr, m->mh,
-				   m->len < r->bytes ? m->len : r->bytes, m->rreq))
-		vd_proto_write_done(r, -ENOMEM);
+	len = m->len < r->bytes ? m->len : r->bytes;
+	if (m->flags & VD_MSGF_SPLIT) {
+		if (m->off > r->bytes || m->len > r->bytes - m->off)
+			return;         /* malformed: not ours to write */
+		off = m->off;
+		len = m->len;
+		r->parts = 2;   /* this write and the receiver's DONE */
+	}
+	if (vd_wire_rdma_write_imm(r->peer, r, (uint8_t *)r->data + off, r->mh,
+				   m->addr, m->mh, len, m->rreq))
+		send_part_done(r, -ENOMEM);
 }
 
 static void got_done(const struct vd_msg *m)
@@ -149,8 +179,7 @@ static void got_done(const struct vd_msg *m)
 
 	if (!r || r->kind != VD_REQ_SEND || r->done)
 		return;
-	release_mh(r);
-	vd_req_complete(r, MPI_SUCCESS);
+	send_part_done(r, 0);
 }
 
 /* ---- receiving ----------------------------------------------------------------- */
@@ -201,6 +230,22 @@ static void match_eager(struct vd_req *r, int peer, const struct vd_msg *m,
 	vd_req_complete(r, r->err);
 }
 
+/* Split: ask the sender to write [k, n) into our buffer while we read
+ * [0, k).  Returns k, or n when the CTS could not go (we read it all). */
+static size_t split_start(struct vd_req *r, int peer, size_t n)
+{
+	size_t k = (n / 2) & ~(size_t)4095;
+	struct vd_msg cts = { .version = VD_MSG_VERSION, .type = VD_MSG_CTS,
+			      .flags = VD_MSGF_SPLIT, .sreq = r->hdr.sreq, .rreq = r->id,
+			      .len = n - k, .off = (uint32_t)k, .mh = r->mh,
+			      .addr = (uint64_t)(uintptr_t)r->data + k };
+
+	if (vd_wire_send(peer, &cts, NULL, 0))
+		return n;
+	r->parts = 2;           /* our read and the sender's write */
+	return k;
+}
+
 static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 {
 	size_t n = (size_t)r->st.vd_count_lo;
@@ -215,17 +260,30 @@ static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 		return;
 	}
 	r->own_mh = true;
+	if ((m->flags & VD_MSGF_SPLIT) && n >= 8192)
+		n = split_start(r, peer, n);
 	if (vd_wire_rdma_read(peer, r, r->data, r->mh, m->addr, m->mh, n))
 		vd_proto_read_done(r, -ENOMEM);
 }
 
-void vd_proto_read_done(struct vd_req *r, int err)
+/* A split receive ends when both halves are in: our read and the
+ * sender's write (its immediate).  Then the sender may reuse its buffer. */
+static void recv_part_done(struct vd_req *r, int err)
 {
 	struct vd_msg done = { .version = VD_MSG_VERSION, .type = VD_MSG_DONE,
 			       .sreq = r->hdr.sreq };
 
+	if (err)
+		r->err = MPI_ERR_OTHER;
+	if (r->parts > 0 && --r->parts > 0)
+		return;
 	vd_wire_send(r->peer, &done, NULL, 0);
-	recv_finish(r, err);
+	recv_finish(r, r->err == MPI_ERR_OTHER ? -EIO : 0);
+}
+
+void vd_proto_read_done(struct vd_req *r, int err)
+{
+	recv_part_done(r, err);
 }
 
 static void match_rndv(struct vd_req *r, int peer, const struct vd_msg *m)
@@ -253,8 +311,12 @@ void vd_proto_rdma_written(uint32_t rreq)
 {
 	struct vd_req *r = vd_req_get((MPI_Request)rreq);
 
-	if (r && r->kind == VD_REQ_RECV && !r->done)
-		recv_finish(r, 0);
+	if (!r || r->kind != VD_REQ_RECV || r->done)
+		return;
+	if (r->parts > 0)
+		recv_part_done(r, 0);   /* the sender's half of a split */
+	else
+		recv_finish(r, 0);      /* rendezvous: the whole message */
 }
 
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload)
