@@ -179,7 +179,7 @@ static void usage(FILE *out, const char *prog)
 		"[--device NAME]\n"
 		"  --csv FILE     write every measurement as CSV "
 		"(section,case,x,metric,value)\n"
-		"  --quick        fewer and shorter runs (demo/smoke run)\n"
+		"  --quick        fewer and shorter runs (smoke run)\n"
 		"  --only LIST    comma-separated subset of "
 		"limits,latency,bandwidth,cq\n"
 		"  --device NAME  the device VipOpenNic opens (default "
