@@ -5,11 +5,14 @@
 #
 #   make deps      install missing Debian packages (apt-get, as root or sudo)
 #   make build     release build (-O2 -g) in build/
-#   make demo      deps + build + run the lmm and vipl benchmarks and plot them
+#   make demo      deps + build + the MPI demo: ping-pong latency and bandwidth
+#                  on 2 ranks, each protocol side by side with the machine's
+#                  limits, one table and its plot (bench/mpi/demo.py)
 #   make test      deps + every test in release, ASan+UBSan and TSan builds,
 #                  plus an install smoke test; summary at the end
 #   make install   PREFIX=/some/dir (default /usr/local)
-#   make bench     build + run the benchmarks
+#   make bench     build + every benchmark (full; BENCH_ARGS=--quick): lmm, vipl, MPI
+#                  against Open MPI and MPICH (bench/mpi/run.sh)
 #   make clean     remove every build directory
 
 # Debian packages needed to build, test and plot; one list, used by deps.
@@ -25,13 +28,15 @@ CTEST ?= ctest
 # (pyenv, venv) may not.
 PYTHON ?= /usr/bin/python3
 # Extra bench_lmm options, e.g. BENCH_ARGS=--quick; bench_vipl gets the same
-# unless VIPL_BENCH_ARGS says otherwise (e.g. VIPL_BENCH_ARGS="--only cq").
+# unless VIPL_BENCH_ARGS says otherwise (e.g. VIPL_BENCH_ARGS="--only cq"),
+# and bench/mpi/run.sh its --quick unless MPI_BENCH_ARGS says otherwise.
+# run.sh never installs packages here (make deps does that); what is
+# missing (e.g. Open MPI) is skipped with a message.
 BENCH_ARGS ?=
 VIPL_BENCH_ARGS ?= $(BENCH_ARGS)
-# make demo: the full lmm run and the quick vipl run (docs/bench-vipl.md),
-# so that the whole demo stays within a few minutes on two cores.
-DEMO_LMM_ARGS ?=
-DEMO_VIPL_ARGS ?= --quick
+MPI_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
+# make demo: bench/mpi/demo.py options (e.g. --timeout 30).
+DEMO_ARGS ?=
 
 BUILD_DIR := build
 BENCH_OUT := $(BUILD_DIR)/bench-results
@@ -41,7 +46,7 @@ CONFIGURE := $(CMAKE) -S . -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIADUCT_
 	-DCMAKE_INSTALL_LIBDIR=lib
 
 .DEFAULT_GOAL := build
-.PHONY: help deps build demo test install bench bench-run clean
+.PHONY: help deps build demo demo-run test install bench bench-run clean
 
 help:
 	@sed -n 's/^#   make /make /p' $(firstword $(MAKEFILE_LIST))
@@ -58,8 +63,13 @@ build:
 
 # Sub-makes keep the steps in order even under make -j.
 demo: deps
-	@$(MAKE) --no-print-directory bench BENCH_ARGS="$(DEMO_LMM_ARGS)" \
-		VIPL_BENCH_ARGS="$(DEMO_VIPL_ARGS)"
+	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory demo-run
+
+# About a minute on two cores; fails only when a run fails or hangs (every
+# run has a timeout), never because of the numbers.
+demo-run:
+	$(PYTHON) bench/mpi/demo.py --build $(BUILD_DIR) --out $(BENCH_OUT) $(DEMO_ARGS)
 
 bench: build
 	@$(MAKE) --no-print-directory bench-run
@@ -73,7 +83,9 @@ bench-run:
 	$(PYTHON) bench/lmm/plot.py $(BENCH_OUT)/lmm.csv $(BENCH_OUT)/lmm.png
 	$(BUILD_DIR)/bench/bench_vipl $(VIPL_BENCH_ARGS) --csv $(BENCH_OUT)/vipl.csv
 	$(PYTHON) bench/vipl/plot.py $(BENCH_OUT)/vipl.csv $(BENCH_OUT)/vipl.png
-	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl}.csv, plots in $(BENCH_OUT)/{lmm,vipl}.png"
+	PYTHON=$(PYTHON) bash bench/mpi/run.sh --build $(BUILD_DIR) --out $(BENCH_OUT) \
+		--no-install $(MPI_BENCH_ARGS)
+	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png"
 
 test: deps
 	@JOBS=$(JOBS) CMAKE=$(CMAKE) CTEST=$(CTEST) MAKE="$(MAKE)" bash tools/check.sh

@@ -33,18 +33,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
 #include "viaduct/lmm.h"
 
-#define KIB ((size_t)1024)
-#define MIB (KIB * KIB)
 #define MIN_SIZE (4 * KIB)
 #define MAX_SIZE (16 * MIB)
 #define NR_SIZES 13 /* 4 KiB .. 16 MiB, powers of two */
-#define MAX_RUNS 15
-#define CAP_IPC_LOCK_BIT 14
 #define PAGEMAP_PFN_MASK ((UINT64_C(1) << 55) - 1)
 #define PAGEMAP_PRESENT (UINT64_C(1) << 63)
 #define CONTIG_PAGES 4096 /* seed 002, section III.A */
+#define RULE_WIDTH 116
 
 /* ------------------------------------------------------------------ */
 /* Options, global context                                             */
@@ -59,20 +57,11 @@ struct options {
 };
 
 static struct options opt;
-static FILE *csv;
 static size_t page_size;
 static int pagemap_fd = -1;
 static bool can_lock_unlimited; /* CAP_IPC_LOCK or RLIMIT_MEMLOCK infinite */
 static uint64_t memlock_limit;  /* bytes; meaningful if !can_lock_unlimited */
 static double timer_ns;         /* cost of one now_ns(), subtracted below */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Mean of intervals timed one call at a time.  Each such interval also
  * contains one clock read, which is removed so that sub-microsecond
@@ -83,40 +72,6 @@ static double per_call_ns(uint64_t total, int calls)
 	double mean = (double)total / calls - timer_ns;
 
 	return mean > 0 ? mean : 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Samples and medians                                                 */
-
-struct samples {
-	double v[MAX_RUNS];
-	int n;
-};
-
-static void samples_add(struct samples *s, double x)
-{
-	if (s->n < MAX_RUNS)
-		s->v[s->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double samples_median(const struct samples *s)
-{
-	double sorted[MAX_RUNS];
-
-	if (s->n == 0)
-		return NAN;
-	memcpy(sorted, s->v, sizeof(double) * (size_t)s->n);
-	qsort(sorted, (size_t)s->n, sizeof(double), cmp_double);
-	if (s->n % 2)
-		return sorted[s->n / 2];
-	return (sorted[s->n / 2 - 1] + sorted[s->n / 2]) / 2;
 }
 
 /* Enough repetitions that large sizes do not dominate the run time while
@@ -133,77 +88,15 @@ static int reps_for(size_t bytes)
 }
 
 /* ------------------------------------------------------------------ */
-/* CSV (long format: section,case,x,metric,value)                      */
-
-static void csv_row(const char *section, const char *cas, uint64_t x,
-		    const char *metric, double value)
-{
-	if (csv)
-		fprintf(csv, "%s,%s,%" PRIu64 ",%s,%.9g\n", section, cas, x,
-			metric, value);
-}
-
-/* Context rows carry text; quote it (CPU model names contain commas). */
-static void csv_text(const char *metric, const char *text)
-{
-	if (!csv)
-		return;
-	fprintf(csv, "context,machine,0,%s,\"", metric);
-	for (const char *p = text; *p; p++) {
-		if (*p == '"')
-			fputc('"', csv); /* CSV escapes a quote by doubling it */
-		fputc(*p, csv);
-	}
-	fputs("\"\n", csv);
-}
-
-/* ------------------------------------------------------------------ */
 /* Formatting helpers                                                  */
-
-static const char *size_label(size_t bytes, char *buf, size_t len)
-{
-	if (bytes >= MIB && bytes % MIB == 0)
-		snprintf(buf, len, "%zu MiB", bytes / MIB);
-	else
-		snprintf(buf, len, "%zu KiB", bytes / KIB);
-	return buf;
-}
 
 static const char *err_text(int rc)
 {
 	return strerror(rc < 0 ? -rc : rc);
 }
 
-static void print_rule(void)
-{
-	puts("----------------------------------------------------------------"
-	     "----------------------------------------------------");
-}
-
 /* ------------------------------------------------------------------ */
 /* Section 5 (printed first): machine context                          */
-
-static void read_first_match(const char *path, const char *key, char *out,
-			     size_t len)
-{
-	char line[512];
-	FILE *f = fopen(path, "r");
-
-	snprintf(out, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (strncmp(line, key, strlen(key)) != 0 || !colon)
-			continue;
-		colon += 1 + strspn(colon + 1, " \t");
-		colon[strcspn(colon, "\n")] = 0;
-		snprintf(out, len, "%s", colon);
-		break;
-	}
-	fclose(f);
-}
 
 static void read_first_line(const char *path, char *out, size_t len)
 {
@@ -217,31 +110,14 @@ static void read_first_line(const char *path, char *out, size_t len)
 		fclose(f);
 }
 
-static bool has_cap_ipc_lock(void)
-{
-	char caps[64];
-	unsigned long long mask;
-
-	read_first_match("/proc/self/status", "CapEff", caps, sizeof(caps));
-	if (sscanf(caps, "%llx", &mask) != 1)
-		return false;
-	return (mask >> CAP_IPC_LOCK_BIT) & 1;
-}
-
 static void probe_memlock(char *desc, size_t len)
 {
 	struct rlimit rl;
 
 	getrlimit(RLIMIT_MEMLOCK, &rl);
-	bool cap = has_cap_ipc_lock();
-
-	can_lock_unlimited = cap || rl.rlim_cur == RLIM_INFINITY;
+	can_lock_unlimited = has_cap_ipc_lock() || rl.rlim_cur == RLIM_INFINITY;
 	memlock_limit = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
-	if (rl.rlim_cur == RLIM_INFINITY)
-		snprintf(desc, len, "unlimited%s", cap ? " (CAP_IPC_LOCK)" : "");
-	else
-		snprintf(desc, len, "%" PRIu64 " KiB%s", (uint64_t)rl.rlim_cur / 1024,
-			 cap ? " (ignored: CAP_IPC_LOCK)" : "");
+	describe_memlock(desc, len);
 }
 
 /* The kernel zeroes the PFN field of /proc/self/pagemap for readers
@@ -280,20 +156,13 @@ static double timer_overhead_ns(void)
 	return samples_median(&batches);
 }
 
-static void print_context_line(const char *metric, const char *label,
-			       const char *value)
-{
-	printf("  %-26s %s\n", label, value);
-	csv_text(metric, value);
-}
-
 static void print_context(void)
 {
 	char buf[512];
 	struct utsname u;
 
 	puts("viaduct bench_lmm -- Locked Memory Manager figures");
-	print_rule();
+	print_rule(RULE_WIDTH);
 	snprintf(buf, sizeof(buf), "%zu bytes", page_size);
 	print_context_line("page_size", "page size", buf);
 	probe_memlock(buf, sizeof(buf));
@@ -319,7 +188,7 @@ static void print_context(void)
 	snprintf(buf, sizeof(buf), "%s: %d runs (median reported)",
 		 opt.quick ? "quick" : "full", opt.runs);
 	print_context_line("mode", "mode", buf);
-	print_rule();
+	print_rule(RULE_WIDTH);
 }
 
 /* Bytes this process has locked right now (VmLck), which count against
@@ -1647,14 +1516,7 @@ static void usage(FILE *out, const char *prog)
 static int parse_args(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0) {
-			opt.quick = true;
-		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
-			opt.csv_path = argv[++i];
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout, argv[0]);
-			exit(0);
-		} else {
+		if (!common_option(argc, argv, &i, &opt.csv_path, &opt.quick, usage)) {
 			usage(stderr, argv[0]);
 			return -1;
 		}
@@ -1677,13 +1539,8 @@ int main(int argc, char **argv)
 		return 2;
 	set_repetitions();
 	page_size = (size_t)sysconf(_SC_PAGESIZE);
-	if (opt.csv_path && !(csv = fopen(opt.csv_path, "w"))) {
-		fprintf(stderr, "bench_lmm: cannot write %s: %s\n", opt.csv_path,
-			strerror(errno));
+	if (csv_open("bench_lmm", opt.csv_path) != 0)
 		return 1;
-	}
-	if (csv)
-		fputs("section,case,x,metric,value\n", csv);
 	pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	/* The holder child inherits this: if we die first, its report on the
 	 * pipe fails with EPIPE instead of killing it silently. */
@@ -1695,9 +1552,5 @@ int main(int argc, char **argv)
 	section_contiguity();
 	section_targets();
 	lmm_cleanup();
-	if (csv && fclose(csv) != 0) {
-		fprintf(stderr, "bench_lmm: writing %s failed\n", opt.csv_path);
-		return 1;
-	}
-	return 0;
+	return csv_close("bench_lmm") == 0 ? 0 : 1;
 }

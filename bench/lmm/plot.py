@@ -9,25 +9,11 @@ Panels: register+deregister time vs size next to raw mlock+munlock (log-log);
 the ratio lmm/raw with the 1.2x target; this machine vs the paper's Tables 1
 and 2; pagemap translation; the pin-down cache; unlock+relock vs N.
 """
-import argparse
-import csv
-import math
+import os
 import sys
-from collections import defaultdict
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on build machines
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-except ImportError:
-    sys.exit(
-        "plot.py: matplotlib is not available to %s.\n"
-        "Install Debian's package (apt-get install python3-matplotlib) and run "
-        "this script with /usr/bin/python3 (a pyenv/venv python3 earlier on "
-        "PATH may not see it)." % sys.executable
-    )
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from plotlib import csv_png_args, load, pyplot, save, series, size_axis, size_label  # noqa: E402
 
 CASE_STYLE = {
     "private": ("private anon", "tab:blue"),
@@ -40,46 +26,13 @@ RATIO_TARGET = 1.2
 NS_PER_US = 1e3
 
 
-def load(path):
-    """{(section, case, metric): {x: value}} from the numeric rows."""
-    data = defaultdict(dict)
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"section", "case", "x", "metric", "value"} - set(reader.fieldnames or [])
-        if missing:
-            sys.exit("plot.py: %s is not a bench_lmm CSV (missing %s)" % (path, ", ".join(sorted(missing))))
-        for row in reader:
-            try:
-                value = float(row["value"])
-                x = int(row["x"])
-            except ValueError:
-                continue  # context rows carry text
-            if not math.isnan(value):
-                data[(row["section"], row["case"], row["metric"])][x] = value
-    return data
-
-
-def series(data, section, case, metric, scale=1.0):
-    points = sorted(data.get((section, case, metric), {}).items())
-    return [p[0] for p in points], [p[1] / scale for p in points]
-
-
 def cases_in(data, section):
     seen = {case for (sec, case, _metric) in data if sec == section}
     return [c for c in CASE_STYLE if c in seen]
 
 
-def size_label(bytes_, _pos=None):
-    if bytes_ >= 1 << 20:
-        return "%gM" % (bytes_ / (1 << 20))
-    return "%gK" % (bytes_ / 1024)
-
-
 def kib_axis(ax):
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
-    ax.set_xlabel("size (bytes)")
-    ax.grid(True, which="both", alpha=0.3)
+    size_axis(ax, xlabel="size (bytes)")
 
 
 def plot_times(ax, data):
@@ -191,18 +144,13 @@ def plot_overlap(ax, data):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Plot bench_lmm's CSV into a PNG.")
-    parser.add_argument("csv", help="CSV written by bench_lmm --csv")
-    parser.add_argument("png", help="PNG to write")
-    args = parser.parse_args()
+    args = csv_png_args("bench_lmm")
 
-    try:
-        data = load(args.csv)
-    except OSError as err:
-        sys.exit("plot.py: cannot read %s: %s" % (args.csv, err))
+    data, _context = load(args.csv, "plot.py")
     if not any(sec == "register" for (sec, _c, _m) in data):
         sys.exit("plot.py: %s holds no register measurements" % args.csv)
 
+    plt = pyplot("plot.py")
     fig, axes = plt.subplots(2, 3, figsize=(19, 10.5))
     plot_times(axes[0][0], data)
     plot_ratio(axes[0][1], data)
@@ -211,12 +159,7 @@ def main():
     plot_cache(axes[1][1], data)
     plot_overlap(axes[1][2], data)
     fig.suptitle("viaduct Locked Memory Manager (bench_lmm, medians)")
-    fig.tight_layout()
-    try:
-        fig.savefig(args.png, dpi=110)
-    except OSError as err:
-        sys.exit("plot.py: cannot write %s: %s" % (args.png, err))
-    print("plot.py: wrote %s" % args.png)
+    save(fig, args.png, "plot.py")
 
 
 if __name__ == "__main__":

@@ -55,25 +55,22 @@ static void checked_call(const struct reduce *r, int count)
 	}
 }
 
-static void measure(const struct reduce *r, size_t size)
+static double allreduce_run(void *arg, size_t size, long n)
 {
-	struct bench_ctx *b = r->b;
-	int count = (int)(size / sizeof(float));
-	long warm = size >= 65536 ? 10 : 100;
-	checked_call(r, count);
-	double t = allreduce_loop(r, count, warm);
-	long n = calibrate(b, t, warm, MIN_ITERS, MAX_ITERS);
+	return allreduce_loop(arg, (int)(size / sizeof(float)), n);
+}
+
+static void measure(void *arg, size_t size)
+{
+	const struct reduce *r = arg;
+	/* Microseconds per call. */
+	const struct timing t = { allreduce_run, arg, size >= 65536 ? 10 : 100,
+				  MIN_ITERS, MAX_ITERS, 1e6, false };
 	double us[MAX_RUNS];
-	for (int k = 0; k < b->o.runs; k++)
-		us[k] = allreduce_loop(r, count, n) * 1e6 / (double)n;
-	if (b->rank != 0)
-		return;
-	double med = stat_median(us, b->o.runs), min = stat_min(us, b->o.runs);
-	printf("%10zu %12.3f %12.3f %10ld\n", size, med, min, n);
-	fflush(stdout);
-	csv_row(b, size, "usec", med);
-	csv_row(b, size, "usec_min", min);
-	csv_row(b, size, "iters", (double)n);
+	checked_call(r, (int)(size / sizeof(float)));
+	long n = timed_runs(r->b, size, &t, us);
+	report_runs(r->b, size, us, n, 3, false, "usec", "usec_min");
+	end_row(r->b);
 }
 
 int main(int argc, char **argv)
@@ -90,11 +87,7 @@ int main(int argc, char **argv)
 	struct reduce r = { &b, bench_alloc(b.o.max_size), bench_alloc(b.o.max_size) };
 	if (b.rank == 0)
 		printf("%10s %12s %12s %10s\n", "bytes", "median us", "min us", "calls");
-	size_t s = b.o.min_size;
-	do {
-		measure(&r, s);
-		s = next_size(&b, s);
-	} while (s != 0);
+	for_each_size(&b, measure, &r);
 	common_finish(&b);
 	MPI_Finalize();
 	return 0;

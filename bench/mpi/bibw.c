@@ -18,8 +18,6 @@
 #define WINDOW 64 /* messages in flight, as OSU; -DWINDOW=N to explore */
 #endif
 #define TAG 4
-#define MIN_ITERS 2
-#define MAX_ITERS 100000
 
 struct exchange {
 	struct bench_ctx *b;
@@ -28,8 +26,9 @@ struct exchange {
 	MPI_Status stat[2 * WINDOW]; /* as osu_bibw: real statuses */
 };
 
-static double exchange(struct exchange *x, size_t size, long n)
+static double exchange(void *arg, size_t size, long n)
 {
+	struct exchange *x = arg;
 	int peer = 1 - x->b->rank, cnt = (int)size;
 	double t0 = MPI_Wtime();
 	for (long i = 0; i < n; i++) {
@@ -48,38 +47,20 @@ static double exchange(struct exchange *x, size_t size, long n)
 static void checked_exchange(struct exchange *x, size_t size)
 {
 	struct bench_ctx *b = x->b;
-	int peer = 1 - b->rank, got = -1;
+	int peer = 1 - b->rank;
 	MPI_Status st;
 	pattern_fill(x->sbuf, size, (unsigned)(size * 5 + (size_t)b->rank));
 	memset(x->rbuf, 0, size);
 	MPI_Sendrecv(x->sbuf, (int)size, MPI_BYTE, peer, TAG, x->rbuf, (int)size,
 		     MPI_BYTE, peer, TAG, MPI_COMM_WORLD, &st);
-	MPI_Get_count(&st, MPI_BYTE, &got);
-	if (got != (int)size)
-		pattern_fail(b, size, (size_t)got + 1);
-	size_t bad = pattern_check(x->rbuf, size, (unsigned)(size * 5 + (size_t)peer));
-	if (bad)
-		pattern_fail(b, size, bad);
+	check_received(b, x->rbuf, size, &st, (unsigned)(size * 5 + (size_t)peer));
 }
 
-static void measure(struct exchange *x, size_t size)
+static void measure(void *arg, size_t size)
 {
-	struct bench_ctx *b = x->b;
-	long warm = size >= 65536 ? 2 : 16;
+	struct exchange *x = arg;
 	checked_exchange(x, size);
-	double t = exchange(x, size, warm);
-	long n = calibrate(b, t, warm, MIN_ITERS, MAX_ITERS);
-	double mbs[MAX_RUNS];
-	for (int r = 0; r < b->o.runs; r++)
-		mbs[r] = 2.0 * (double)size * WINDOW * (double)n / exchange(x, size, n) / MB;
-	if (b->rank != 0)
-		return;
-	double med = stat_median(mbs, b->o.runs), max = stat_max(mbs, b->o.runs);
-	printf("%10zu %12.1f %12.1f %10ld\n", size, med, max, n);
-	fflush(stdout);
-	csv_row(b, size, "mb_per_s", med);
-	csv_row(b, size, "mb_per_s_max", max);
-	csv_row(b, size, "iters", (double)n);
+	measure_bandwidth(x->b, size, 2.0 * (double)size * WINDOW, exchange, x);
 }
 
 int main(int argc, char **argv)
@@ -90,22 +71,12 @@ int main(int argc, char **argv)
 	};
 	MPI_Init(&argc, &argv);
 	common_init(&b, "bibw", argc, argv, &defaults);
-	if (b.size != 2) {
-		if (b.rank == 0)
-			fprintf(stderr, "mpi_bibw: needs exactly 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	require_two_ranks(&b, "mpi_bibw");
 	print_header(&b, "bidirectional bandwidth (64 x MPI_Isend each way, MB/s)");
 	struct exchange x = { .b = &b, .sbuf = bench_alloc(b.o.max_size),
 			      .rbuf = bench_alloc(b.o.max_size) };
-	if (b.rank == 0)
-		printf("%10s %12s %12s %10s\n", "bytes", "median MB/s", "best MB/s", "windows");
-	size_t s = b.o.min_size;
-	do {
-		measure(&x, s);
-		s = next_size(&b, s);
-	} while (s != 0);
+	bw_table_head(&b);
+	for_each_size(&b, measure, &x);
 	common_finish(&b);
 	MPI_Finalize();
 	return 0;

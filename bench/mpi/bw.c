@@ -24,8 +24,6 @@
 #endif
 #define TAG 2
 #define TAG_ACK 3
-#define MIN_ITERS 2
-#define MAX_ITERS 100000
 
 struct stream {
 	struct bench_ctx *b;
@@ -51,8 +49,9 @@ static void window_recv(struct stream *st, int cnt)
 }
 
 /* n windows of `size`-byte messages; rank 0's elapsed seconds. */
-static double stream(struct stream *st, size_t size, long n)
+static double stream(void *arg, size_t size, long n)
 {
+	struct stream *st = arg;
 	double t0 = MPI_Wtime();
 	for (long i = 0; i < n; i++) {
 		if (st->b->rank == 0)
@@ -68,7 +67,6 @@ static void checked_message(struct stream *st, size_t size)
 	struct bench_ctx *b = st->b;
 	unsigned salt = (unsigned)(size * 3 + 1);
 	MPI_Status status;
-	int got = -1;
 	if (b->rank == 0) {
 		pattern_fill(st->sbuf, size, salt);
 		MPI_Send(st->sbuf, (int)size, MPI_BYTE, 1, TAG, MPI_COMM_WORLD);
@@ -76,32 +74,14 @@ static void checked_message(struct stream *st, size_t size)
 	}
 	memset(st->rbuf, 0, size);
 	MPI_Recv(st->rbuf, (int)size, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, &status);
-	MPI_Get_count(&status, MPI_BYTE, &got);
-	if (got != (int)size)
-		pattern_fail(b, size, (size_t)got + 1);
-	size_t bad = pattern_check(st->rbuf, size, salt);
-	if (bad)
-		pattern_fail(b, size, bad);
+	check_received(b, st->rbuf, size, &status, salt);
 }
 
-static void measure(struct stream *st, size_t size)
+static void measure(void *arg, size_t size)
 {
-	struct bench_ctx *b = st->b;
-	long warm = size >= 65536 ? 2 : 16;
+	struct stream *st = arg;
 	checked_message(st, size);
-	double t = stream(st, size, warm);
-	long n = calibrate(b, t, warm, MIN_ITERS, MAX_ITERS);
-	double mbs[MAX_RUNS];
-	for (int r = 0; r < b->o.runs; r++)
-		mbs[r] = (double)size * WINDOW * (double)n / stream(st, size, n) / MB;
-	if (b->rank != 0)
-		return;
-	double med = stat_median(mbs, b->o.runs), max = stat_max(mbs, b->o.runs);
-	printf("%10zu %12.1f %12.1f %10ld\n", size, med, max, n);
-	fflush(stdout);
-	csv_row(b, size, "mb_per_s", med);
-	csv_row(b, size, "mb_per_s_max", max);
-	csv_row(b, size, "iters", (double)n);
+	measure_bandwidth(st->b, size, (double)size * WINDOW, stream, st);
 }
 
 int main(int argc, char **argv)
@@ -112,22 +92,12 @@ int main(int argc, char **argv)
 	};
 	MPI_Init(&argc, &argv);
 	common_init(&b, "bw", argc, argv, &defaults);
-	if (b.size != 2) {
-		if (b.rank == 0)
-			fprintf(stderr, "mpi_bw: needs exactly 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	require_two_ranks(&b, "mpi_bw");
 	print_header(&b, "windowed bandwidth rank 0 -> 1 (64 x MPI_Isend, MB/s)");
 	size_t big = b.o.max_size > 4 ? b.o.max_size : 4;
 	struct stream st = { .b = &b, .sbuf = bench_alloc(big), .rbuf = bench_alloc(big) };
-	if (b.rank == 0)
-		printf("%10s %12s %12s %10s\n", "bytes", "median MB/s", "best MB/s", "windows");
-	size_t s = b.o.min_size;
-	do {
-		measure(&st, s);
-		s = next_size(&b, s);
-	} while (s != 0);
+	bw_table_head(&b);
+	for_each_size(&b, measure, &st);
 	common_finish(&b);
 	MPI_Finalize();
 	return 0;

@@ -199,6 +199,95 @@ void pattern_fail(const struct bench_ctx *b, size_t size, size_t where)
 	MPI_Abort(MPI_COMM_WORLD, 4);
 }
 
+void check_received(const struct bench_ctx *b, const unsigned char *buf, size_t size,
+		    MPI_Status *st, unsigned salt)
+{
+	int got = -1;
+	MPI_Get_count(st, MPI_BYTE, &got);
+	if (got != (int)size)
+		pattern_fail(b, size, (size_t)got + 1);
+	size_t bad = pattern_check(buf, size, salt);
+	if (bad)
+		pattern_fail(b, size, bad);
+}
+
+void require_two_ranks(const struct bench_ctx *b, const char *prog)
+{
+	if (b->size == 2)
+		return;
+	if (b->rank == 0)
+		fprintf(stderr, "%s: needs exactly 2 ranks\n", prog);
+	MPI_Finalize();
+	exit(2);
+}
+
+void for_each_size(const struct bench_ctx *b, void (*measure)(void *arg, size_t size),
+		   void *arg)
+{
+	size_t s = b->o.min_size;
+	do {
+		measure(arg, s);
+		s = next_size(b, s);
+	} while (s != 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Timed runs and their report                                         */
+
+long timed_runs(const struct bench_ctx *b, size_t size, const struct timing *t, double *fig)
+{
+	double secs = t->run(t->arg, size, t->warm);
+	long n = calibrate(b, secs, t->warm, t->lo, t->hi);
+	for (int r = 0; r < b->o.runs; r++) {
+		secs = t->run(t->arg, size, n);
+		fig[r] = t->rate ? (double)n * t->unit / secs : secs * t->unit / (double)n;
+	}
+	return n;
+}
+
+double report_runs(const struct bench_ctx *b, size_t size, const double *fig, long iters,
+		   int digits, bool higher_better, const char *metric, const char *best_metric)
+{
+	if (b->rank != 0)
+		return 0;
+	int n = b->o.runs;
+	double med = stat_median(fig, n);
+	double best = higher_better ? stat_max(fig, n) : stat_min(fig, n);
+	printf("%10zu %12.*f %12.*f %10ld", size, digits, med, digits, best, iters);
+	csv_row(b, size, metric, med);
+	csv_row(b, size, best_metric, best);
+	csv_row(b, size, "iters", (double)iters);
+	return med;
+}
+
+void end_row(const struct bench_ctx *b)
+{
+	if (b->rank != 0)
+		return;
+	putchar('\n');
+	fflush(stdout);
+}
+
+#define BW_MIN_ITERS 2
+#define BW_MAX_ITERS 100000
+
+void bw_table_head(const struct bench_ctx *b)
+{
+	if (b->rank == 0)
+		printf("%10s %12s %12s %10s\n", "bytes", "median MB/s", "best MB/s", "windows");
+}
+
+void measure_bandwidth(const struct bench_ctx *b, size_t size, double bytes_per_iter,
+		       double (*transfer)(void *arg, size_t size, long n), void *arg)
+{
+	const struct timing t = { transfer, arg, size >= 65536 ? 2 : 16, BW_MIN_ITERS,
+				  BW_MAX_ITERS, bytes_per_iter / MB, true };
+	double mbs[MAX_RUNS];
+	long n = timed_runs(b, size, &t, mbs);
+	report_runs(b, size, mbs, n, 1, true, "mb_per_s", "mb_per_s_max");
+	end_row(b);
+}
+
 /* ------------------------------------------------------------------ */
 /* Calibration and statistics                                          */
 

@@ -64,6 +64,10 @@ void pattern_fill(unsigned char *p, size_t n, unsigned salt);
 size_t pattern_check(const unsigned char *p, size_t n, unsigned salt);
 /* Report a bad pattern and abort the job. */
 void pattern_fail(const struct bench_ctx *b, size_t size, size_t where);
+/* A received message: `size` bytes by the count in `st`, and the pattern
+ * of `salt`; aborts the job otherwise. */
+void check_received(const struct bench_ctx *b, const unsigned char *buf, size_t size,
+		    MPI_Status *st, unsigned salt);
 
 /* Iterations for one timed run: `warm_iters` took `warm_secs` on rank 0;
  * aim at o.run_time, clamped to [lo, hi].  Rank 0 decides and tells every
@@ -71,6 +75,42 @@ void pattern_fail(const struct bench_ctx *b, size_t size, size_t where);
  * depend on no collective. */
 long calibrate(const struct bench_ctx *b, double warm_secs, long warm_iters,
 	       long lo, long hi);
+
+/* The p2p programs need exactly two ranks: otherwise rank 0 says so and
+ * every rank leaves through MPI_Finalize with status 2. */
+void require_two_ranks(const struct bench_ctx *b, const char *prog);
+/* measure(arg, size) for every size from --min-size up (next_size). */
+void for_each_size(const struct bench_ctx *b, void (*measure)(void *arg, size_t size),
+		   void *arg);
+
+/* One size's timed runs.  run(arg, size, n) does n iterations and
+ * returns rank 0's seconds.  `warm` untimed iterations calibrate n
+ * (calibrate(), within [lo, hi]); then --runs runs, each turned into a
+ * figure: n * unit / seconds when `rate`, else seconds * unit / n. */
+struct timing {
+	double (*run)(void *arg, size_t size, long n);
+	void *arg;
+	long warm, lo, hi;
+	double unit;
+	bool rate;
+};
+/* Fills fig[0 .. o.runs) on every rank; returns n. */
+long timed_runs(const struct bench_ctx *b, size_t size, const struct timing *t, double *fig);
+/* Rank 0 (the others return 0 at once): the median and the best of fig[]
+ * (the highest when higher_better, else the lowest), the start of a table
+ * row "size median best iters" with `digits` decimals, and CSV rows
+ * `metric`, `best_metric` and iters.  Returns the median; end_row() ends
+ * the table row. */
+double report_runs(const struct bench_ctx *b, size_t size, const double *fig, long iters,
+		   int digits, bool higher_better, const char *metric, const char *best_metric);
+void end_row(const struct bench_ctx *b);
+
+/* The bandwidth programs (bw, bibw): timed_runs() of `transfer`, which
+ * moves bytes_per_iter bytes per iteration, reported in MB/s (mb_per_s,
+ * mb_per_s_max, iters). */
+void bw_table_head(const struct bench_ctx *b);
+void measure_bandwidth(const struct bench_ctx *b, size_t size, double bytes_per_iter,
+		       double (*transfer)(void *arg, size_t size, long n), void *arg);
 
 /* Median / minimum / maximum of n doubles (n >= 1). */
 double stat_median(const double *v, int n);

@@ -54,7 +54,7 @@ static double pingpong(const struct pingpong *pp, size_t size, long n)
 static void checked_exchange(const struct pingpong *pp, size_t size)
 {
 	struct bench_ctx *b = pp->b;
-	int peer = 1 - b->rank, cnt = (int)size, got = -1;
+	int peer = 1 - b->rank, cnt = (int)size;
 	MPI_Status st;
 	pattern_fill(pp->sbuf, size, (unsigned)(size + 1 + (size_t)b->rank));
 	memset(pp->rbuf, 0, size);
@@ -63,33 +63,27 @@ static void checked_exchange(const struct pingpong *pp, size_t size)
 	MPI_Recv(pp->rbuf, cnt, MPI_BYTE, peer, TAG, MPI_COMM_WORLD, &st);
 	if (b->rank == 1)
 		MPI_Send(pp->sbuf, cnt, MPI_BYTE, peer, TAG, MPI_COMM_WORLD);
-	MPI_Get_count(&st, MPI_BYTE, &got);
-	if (got != cnt)
-		pattern_fail(b, size, (size_t)got + 1);
-	size_t bad = pattern_check(pp->rbuf, size, (unsigned)(size + 1 + (size_t)peer));
-	if (bad)
-		pattern_fail(b, size, bad);
+	check_received(b, pp->rbuf, size, &st, (unsigned)(size + 1 + (size_t)peer));
 }
 
-static void measure(const struct pingpong *pp, size_t size)
+static double pingpong_run(void *arg, size_t size, long n)
 {
-	struct bench_ctx *b = pp->b;
-	long warm = size >= 65536 ? 20 : WARM_ITERS;
-	checked_exchange(pp, size);
-	double t = pingpong(pp, size, warm);
-	long n = calibrate(b, t, warm, MIN_ITERS, MAX_ITERS);
+	return pingpong(arg, size, n);
+}
+
+static void measure(void *arg, size_t size)
+{
+	const struct pingpong *pp = arg;
+	/* Half the round trip, in microseconds. */
+	const struct timing t = { pingpong_run, arg, size >= 65536 ? 20 : WARM_ITERS,
+				  MIN_ITERS, MAX_ITERS, 1e6 / 2, false };
 	double us[MAX_RUNS];
-	for (int r = 0; r < b->o.runs; r++)
-		us[r] = pingpong(pp, size, n) * 1e6 / (2.0 * (double)n);
-	if (b->rank != 0)
-		return;
-	double med = stat_median(us, b->o.runs), min = stat_min(us, b->o.runs);
-	printf("%10zu %12.3f %12.3f %10ld %12.1f\n", size, med, min, n,
-	       size ? (double)size / med : 0.0);
-	fflush(stdout);
-	csv_row(b, size, "half_rtt_us", med);
-	csv_row(b, size, "half_rtt_min_us", min);
-	csv_row(b, size, "iters", (double)n);
+	checked_exchange(pp, size);
+	long n = timed_runs(pp->b, size, &t, us);
+	double med = report_runs(pp->b, size, us, n, 3, false, "half_rtt_us", "half_rtt_min_us");
+	if (pp->b->rank == 0)
+		printf(" %12.1f", size ? (double)size / med : 0.0);
+	end_row(pp->b);
 }
 
 int main(int argc, char **argv)
@@ -100,22 +94,13 @@ int main(int argc, char **argv)
 	};
 	MPI_Init(&argc, &argv);
 	common_init(&b, "latency", argc, argv, &defaults);
-	if (b.size != 2) {
-		if (b.rank == 0)
-			fprintf(stderr, "mpi_latency: needs exactly 2 ranks\n");
-		MPI_Finalize();
-		return 2;
-	}
+	require_two_ranks(&b, "mpi_latency");
 	print_header(&b, "ping-pong latency (half round trip, MPI_Send/MPI_Recv)");
 	struct pingpong pp = { &b, bench_alloc(b.o.max_size), bench_alloc(b.o.max_size) };
 	if (b.rank == 0)
 		printf("%10s %12s %12s %10s %12s\n", "bytes", "median us", "min us",
 		       "round trips", "MB/s");
-	size_t s = b.o.min_size;
-	do {
-		measure(&pp, s);
-		s = next_size(&b, s);
-	} while (s != 0);
+	for_each_size(&b, measure, &pp);
 	common_finish(&b);
 	MPI_Finalize();
 	return 0;

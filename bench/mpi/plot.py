@@ -10,26 +10,12 @@ MPI_Allreduce latency (viaduct, Open MPI and MPICH, plus viaduct with each
 protocol forced where measured); viaduct / others with the issue-4 targets;
 seed 004 figure 5 (process_vm_readv against memcpy).
 """
-import argparse
-import csv
-import math
-import statistics
+import os
 import sys
-from collections import defaultdict
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on build machines
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-except ImportError:
-    sys.exit(
-        "plot.py: matplotlib is not available to %s.\n"
-        "Install Debian's package (apt-get install python3-matplotlib) and run "
-        "this script with /usr/bin/python3 (a pyenv/venv python3 earlier on "
-        "PATH may not see it)." % sys.executable
-    )
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from plotlib import MIB, context_text, csv_png_args, load, pyplot, save, size_axis  # noqa: E402
+from plotlib import series as series_of  # noqa: E402
 
 IMPLS = (
     ("viaduct", "viaduct", "tab:green", "o-"),
@@ -41,55 +27,14 @@ PROTOS = (
     ("viaduct_get", "viaduct, get forced", "tab:purple", "--"),
     ("viaduct_rndv", "viaduct, rendezvous forced", "tab:red", "-."),
 )
-MIB = 1 << 20
 
 
-def load(path):
-    data = defaultdict(dict)
-    rounds = defaultdict(dict)
-    context = {}
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"section", "case", "x", "metric", "value"} - set(reader.fieldnames or [])
-        if missing:
-            sys.exit("plot.py: %s is not a bench/mpi CSV (missing %s)" % (path, ", ".join(sorted(missing))))
-        for row in reader:
-            if row["section"] == "context":
-                context[(row["case"], row["metric"])] = row["value"]
-                continue
-            try:
-                value = float(row["value"])
-                x = int(row["x"])
-            except ValueError:
-                continue
-            if not math.isnan(value):
-                rounds[(row["section"], row["case"], row["metric"])].setdefault(x, []).append(value)
-    # run.sh --rounds N writes each size N times: the median of them.
-    for key, pts in rounds.items():
-        data[key] = {x: statistics.median(vs) for x, vs in pts.items()}
-    return data, context
+def series(data, section, case, metric):
+    return series_of(data, section, case, metric, positive_x=True)
 
 
-def series(data, section, case, metric, positive_x=True):
-    pts = sorted(data.get((section, case, metric), {}).items())
-    if positive_x:
-        pts = [p for p in pts if p[0] > 0]
-    return [p[0] for p in pts], [p[1] for p in pts]
-
-
-def size_label(v, _pos=None):
-    if v >= MIB:
-        return "%gM" % (v / MIB)
-    if v >= 1024:
-        return "%gK" % (v / 1024)
-    return "%g" % v
-
-
-def size_axis(ax):
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
-    ax.set_xlabel("message size (bytes)")
-    ax.grid(True, which="major", alpha=0.3)
+def mpi_axis(ax):
+    size_axis(ax, grid="major")
 
 
 def curves(ax, data, section, metric, with_protos):
@@ -106,7 +51,7 @@ def curves(ax, data, section, metric, with_protos):
         ax.legend(fontsize=7)
     else:
         ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
-    size_axis(ax)
+    mpi_axis(ax)
 
 
 def ratio_panel(ax, data):
@@ -135,7 +80,7 @@ def ratio_panel(ax, data):
     ax.axvspan(MIB * 0.8, 4 * MIB * 1.25, color="grey", alpha=0.12,
                label="1-4 MiB: bandwidth >= 1.0 x the better other, stretch 1.3 x at 4 MiB")
     ax.plot([8], [0.8], "v", color="black", markersize=6)
-    size_axis(ax)
+    mpi_axis(ax)
     ax.set_ylabel("viaduct / other")
     ax.set_title("Ratios to viaduct and the targets", fontsize=10)
     ax.legend(fontsize=6)
@@ -155,17 +100,15 @@ def figure5_panel(ax, data):
         ax.legend(fontsize=7)
     else:
         ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
-    size_axis(ax)
+    mpi_axis(ax)
     ax.set_ylabel("MB/s (10^6 B/s)")
     ax.set_title("Seed 004 figure 5: the one-copy primitive vs memcpy", fontsize=10)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("csv")
-    ap.add_argument("png")
-    a = ap.parse_args()
-    data, context = load(a.csv)
+    a = csv_png_args("bench/mpi/run.sh")
+    data, context = load(a.csv, "plot.py")
+    plt = pyplot("plot.py")
     fig, axes = plt.subplots(3, 2, figsize=(13, 14))
     (lat, bw), (bibw, coll), (rat, fig5) = axes
     curves(lat, data, "latency", "half_rtt_us", True)
@@ -182,12 +125,10 @@ def main():
     coll.set_title("MPI_Allreduce (MPI_SUM, MPI_FLOAT), 2 ranks", fontsize=10)
     ratio_panel(rat, data)
     figure5_panel(fig5, data)
-    fig.suptitle("bench/mpi: %s, %s, %s (load before: %s)" % (
-        context.get(("run", "cpu_model"), "?"), context.get(("run", "cpus"), "?"),
-        context.get(("run", "date"), "?"), context.get(("run", "load_before"), "?")), fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    fig.savefig(a.png, dpi=110)
-    print("plot.py: wrote %s" % a.png)
+    fig.suptitle("bench/mpi: %s, %s, %s (load before: %s)" % tuple(
+        context_text(context, "run", m) for m in ("cpu_model", "cpus", "date", "load_before")),
+        fontsize=11)
+    save(fig, a.png, "plot.py", rect=(0, 0, 1, 0.97))
 
 
 if __name__ == "__main__":

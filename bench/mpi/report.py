@@ -13,9 +13,11 @@ seed 004's Table 4 (viaduct with each protocol forced), figure 5
 import argparse
 import csv
 import math
-import statistics
+import os
 import sys
-from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from plotlib import MIB, context_text, fmt, load, print_table, ratio, size_name  # noqa: E402
 
 IMPLS = (("viaduct", "viaduct"), ("openmpi", "Open MPI"), ("mpich", "MPICH"))
 PROTOS = (("viaduct_eager", "eager"), ("viaduct_get", "get"), ("viaduct_rndv", "rendezvous"))
@@ -29,68 +31,6 @@ SEED = {
 LAT_TARGET = 0.8      # viaduct 8-byte latency <= 0.8 x Open MPI's
 BW_TARGET = 1.0       # viaduct bandwidth >= 1.0 x max(Open MPI, MPICH)
 BW_STRETCH = 1.3      # at 4 MiB
-MIB = 1 << 20
-
-
-def load(path):
-    """{(section, case, metric): {x: value}} and {(case, metric): text}."""
-    data = defaultdict(dict)
-    rounds = defaultdict(dict)
-    context = {}
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        if not reader.fieldnames or "section" not in reader.fieldnames:
-            sys.exit("report.py: %s is not a bench/mpi CSV" % path)
-        for row in reader:
-            if row["section"] == "context":
-                if row["metric"] == "failed":   # one row per failed run
-                    context.setdefault(("run", "failed"), []).append(row["value"])
-                else:
-                    context[(row["case"], row["metric"])] = row["value"]
-                continue
-            if row["section"] == "targets":
-                continue
-            try:
-                x, v = int(row["x"]), float(row["value"])
-            except ValueError:
-                continue
-            if not math.isnan(v):
-                rounds[(row["section"], row["case"], row["metric"])].setdefault(x, []).append(v)
-    # run.sh --rounds N writes each size N times: the median of them.
-    for key, pts in rounds.items():
-        data[key] = {x: statistics.median(vs) for x, vs in pts.items()}
-    return data, context
-
-
-def size_name(n):
-    if n >= MIB and n % MIB == 0:
-        return "%d MiB" % (n // MIB)
-    if n >= 1024 and n % 1024 == 0:
-        return "%d KiB" % (n // 1024)
-    return "%d B" % n
-
-
-def fmt(v, digits=2):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if abs(v) >= 1000:
-        return "%.0f" % v
-    if abs(v) >= 100:
-        return "%.1f" % v
-    return "%.*f" % (digits, v)
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
-
-
-def print_table(title, cols, rows):
-    """cols: [(header, width)], rows: [[text...]]; right-aligned."""
-    print(title)
-    print("  ".join(h.rjust(w) for h, w in cols))
-    for r in rows:
-        print("  ".join(str(c).rjust(w) for c, (_, w) in zip(r, cols)))
-    print()
 
 
 def side_by_side(data, section, metric, title, unit, lower_better):
@@ -241,14 +181,13 @@ def main():
     ap.add_argument("--targets-to-csv", action="store_true",
                     help="append the targets to the CSV (section targets)")
     a = ap.parse_args()
-    data, context = load(a.csv)
+    data, context = load(a.csv, "report.py", skip_sections=("targets",))
     print("=" * 78)
-    print("bench/mpi summary: %s, %s, load before %s, %s" % (
-        context.get(("run", "cpu_model"), "?"), context.get(("run", "cpus"), "?"),
-        context.get(("run", "load_before"), "?"), context.get(("run", "mode"), "?")))
+    print("bench/mpi summary: %s, %s, load before %s, %s" % tuple(
+        context_text(context, "run", m) for m in ("cpu_model", "cpus", "load_before", "mode")))
     for k, name in IMPLS:
-        lib = context.get((k, "latency_library"))
-        where = context.get((k, "latency_placement"))
+        lib = context_text(context, k, "latency_library", None)
+        where = context_text(context, k, "latency_placement", None)
         if lib:
             print("  %-8s %s [%s]" % (name, lib[:70], where or "?"))
     print("=" * 78 + "\n")

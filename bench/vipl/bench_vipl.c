@@ -30,148 +30,14 @@
 
 #define MIN_SIZE 16
 #define MAX_LIMIT_SIZE (16 * MIB)
-#define CAP_IPC_LOCK_BIT 14
 
 struct options opt;
 struct results res;
 size_t sizes[MAX_SIZES];
 int nr_sizes;
-static FILE *csv;
-
-/* ------------------------------------------------------------------ */
-/* Small helpers shared by every section                               */
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void samples_add(struct samples *s, double x)
-{
-	if (s->n < MAX_RUNS)
-		s->v[s->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-double samples_median(const struct samples *s)
-{
-	double sorted[MAX_RUNS];
-
-	if (s->n == 0)
-		return NAN;
-	memcpy(sorted, s->v, sizeof(double) * (size_t)s->n);
-	qsort(sorted, (size_t)s->n, sizeof(double), cmp_double);
-	if (s->n % 2)
-		return sorted[s->n / 2];
-	return (sorted[s->n / 2 - 1] + sorted[s->n / 2]) / 2;
-}
-
-double samples_min(const struct samples *s)
-{
-	double m = INFINITY;
-
-	for (int i = 0; i < s->n; i++)
-		m = fmin(m, s->v[i]);
-	return s->n ? m : NAN;
-}
-
-/* Long format: section,case,x,metric,value (as bench_lmm). */
-void csv_row(const char *section, const char *cas, uint64_t x,
-	     const char *metric, double value)
-{
-	if (csv)
-		fprintf(csv, "%s,%s,%" PRIu64 ",%s,%.9g\n", section, cas, x,
-			metric, value);
-}
-
-/* Context rows carry text; quote it (CPU model names contain commas). */
-static void csv_text(const char *metric, const char *text)
-{
-	if (!csv)
-		return;
-	fprintf(csv, "context,machine,0,%s,\"", metric);
-	for (const char *p = text; *p; p++) {
-		if (*p == '"')
-			fputc('"', csv); /* CSV escapes a quote by doubling it */
-		fputc(*p, csv);
-	}
-	fputs("\"\n", csv);
-}
-
-const char *size_label(size_t bytes, char *buf, size_t len)
-{
-	if (bytes >= MIB && bytes % MIB == 0)
-		snprintf(buf, len, "%zu MiB", bytes / MIB);
-	else if (bytes >= KIB && bytes % KIB == 0)
-		snprintf(buf, len, "%zu KiB", bytes / KIB);
-	else
-		snprintf(buf, len, "%zu B", bytes);
-	return buf;
-}
-
-void print_rule(void)
-{
-	puts("----------------------------------------------------------------"
-	     "----------------------------");
-}
 
 /* ------------------------------------------------------------------ */
 /* Machine context                                                      */
-
-static void read_first_match(const char *path, const char *key, char *out,
-			     size_t len)
-{
-	char line[512];
-	FILE *f = fopen(path, "r");
-
-	snprintf(out, len, "unknown");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':');
-
-		if (strncmp(line, key, strlen(key)) != 0 || !colon)
-			continue;
-		colon += 1 + strspn(colon + 1, " \t");
-		colon[strcspn(colon, "\n")] = 0;
-		snprintf(out, len, "%s", colon);
-		break;
-	}
-	fclose(f);
-}
-
-static bool has_cap_ipc_lock(void)
-{
-	char caps[64];
-	unsigned long long mask;
-
-	read_first_match("/proc/self/status", "CapEff", caps, sizeof(caps));
-	if (sscanf(caps, "%llx", &mask) != 1)
-		return false;
-	return (mask >> CAP_IPC_LOCK_BIT) & 1;
-}
-
-static void describe_memlock(char *desc, size_t len)
-{
-	struct rlimit rl;
-	bool cap = has_cap_ipc_lock();
-
-	getrlimit(RLIMIT_MEMLOCK, &rl);
-	if (rl.rlim_cur == RLIM_INFINITY)
-		snprintf(desc, len, "unlimited%s", cap ? " (CAP_IPC_LOCK)" : "");
-	else
-		snprintf(desc, len, "%" PRIu64 " KiB%s", (uint64_t)rl.rlim_cur /
-			 1024, cap ? " (ignored: CAP_IPC_LOCK)" : "");
-}
 
 size_t memlock_budget(void)
 {
@@ -196,13 +62,6 @@ static void raise_nofile(char *desc, size_t len)
 	snprintf(desc, len, "%" PRIu64, (uint64_t)rl.rlim_cur);
 }
 
-static void print_context_line(const char *metric, const char *label,
-			       const char *value)
-{
-	printf("  %-24s %s\n", label, value);
-	csv_text(metric, value);
-}
-
 static void print_context(void)
 {
 	char buf[512];
@@ -210,7 +69,7 @@ static void print_context(void)
 
 	puts("viaduct bench_vipl -- VIPL over the shm provider (seed 001 "
 	     "section 4)");
-	print_rule();
+	print_rule(RULE_WIDTH);
 	read_first_match("/proc/cpuinfo", "model name", buf, sizeof(buf));
 	print_context_line("cpu_model", "CPU model", buf);
 	snprintf(buf, sizeof(buf), "%ld online", sysconf(_SC_NPROCESSORS_ONLN));
@@ -230,7 +89,7 @@ static void print_context(void)
 	snprintf(buf, sizeof(buf), "%s: %d latency runs, %d bandwidth runs",
 		 opt.quick ? "quick" : "full", opt.runs, opt.bw_runs);
 	print_context_line("mode", "mode", buf);
-	print_rule();
+	print_rule(RULE_WIDTH);
 }
 
 /* ------------------------------------------------------------------ */
@@ -320,7 +179,7 @@ static void usage(FILE *out, const char *prog)
 		"[--device NAME]\n"
 		"  --csv FILE     write every measurement as CSV "
 		"(section,case,x,metric,value)\n"
-		"  --quick        fewer and shorter runs (demo/smoke run)\n"
+		"  --quick        fewer and shorter runs (smoke run)\n"
 		"  --only LIST    comma-separated subset of "
 		"limits,latency,bandwidth,cq\n"
 		"  --device NAME  the device VipOpenNic opens (default "
@@ -353,19 +212,13 @@ static int parse_args(int argc, char **argv)
 	opt.device = "/dev/via_lo";
 	opt.sections = SEC_ALL;
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0) {
-			opt.quick = true;
-		} else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
-			opt.csv_path = argv[++i];
+		if (common_option(argc, argv, &i, &opt.csv_path, &opt.quick, usage)) {
+			continue;
 		} else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
 			opt.device = argv[++i];
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			if (parse_only(argv[++i]) != 0)
 				goto bad;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-			   strcmp(argv[i], "-h") == 0) {
-			usage(stdout, argv[0]);
-			exit(0);
 		} else {
 			goto bad;
 		}
@@ -404,13 +257,8 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	if (opt.csv_path && !(csv = fopen(opt.csv_path, "w"))) {
-		fprintf(stderr, "bench_vipl: cannot write %s: %s\n", opt.csv_path,
-			strerror(errno));
+	if (csv_open("bench_vipl", opt.csv_path) != 0)
 		return 1;
-	}
-	if (csv)
-		fputs("section,case,x,metric,value\n", csv);
 	print_context();
 	if (opt.sections & SEC_LIMITS)
 		section_limits();
@@ -421,9 +269,5 @@ int main(int argc, char **argv)
 	if (opt.sections & SEC_CQ)
 		section_cq();
 	section_targets();
-	if (csv && fclose(csv) != 0) {
-		fprintf(stderr, "bench_vipl: writing %s failed\n", opt.csv_path);
-		return 1;
-	}
-	return 0;
+	return csv_close("bench_vipl") == 0 ? 0 : 1;
 }

@@ -20,12 +20,12 @@
 
 #include <vipl.h>
 
-#define KIB ((size_t)1024)
-#define MIB (KIB * KIB)
-#define MAX_RUNS 15
+#include "benchlib.h"
+
 #define MAX_SIZES 24            /* 16 B .. 16 MiB, powers of two */
 #define BW_MAX_SIZE (4 * MIB)   /* largest VIPL message in figure 6 */
 #define CACHELINE 64
+#define RULE_WIDTH 92
 
 /* ---- options (bench_vipl.c) ----------------------------------------------- */
 enum section {
@@ -182,21 +182,6 @@ int post_send(VIP_VI_HANDLE vi, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh);
  * the client initiates and returns the half round trip in ns (the server
  * returns 0).  NAN if the other side went away. */
 double busy_ping(enum role role, uint64_t *seq, int iters);
-
-/* ---- output (bench_vipl.c) ------------------------------------------------- */
-uint64_t now_ns(void);
-void csv_row(const char *section, const char *cas, uint64_t x,
-	     const char *metric, double value);
-void print_rule(void);
-const char *size_label(size_t bytes, char *buf, size_t len);
-
-struct samples {
-	double v[MAX_RUNS];
-	int n;
-};
-void samples_add(struct samples *s, double x);
-double samples_median(const struct samples *s);
-double samples_min(const struct samples *s);
 
 /* Bytes this process may register: SIZE_MAX with CAP_IPC_LOCK or an
  * unlimited RLIMIT_MEMLOCK (bench_vipl.c). */

@@ -11,25 +11,11 @@ size, next to raw process_vm_writev and memcpy); AUTO / raw
 process_vm_writev with the 0.95 target; figure 7 (CQ server requests/s
 against the number of connections).
 """
-import argparse
-import csv
-import math
+import os
 import sys
-from collections import defaultdict
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on build machines
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-except ImportError:
-    sys.exit(
-        "plot.py: matplotlib is not available to %s.\n"
-        "Install Debian's package (apt-get install python3-matplotlib) and run "
-        "this script with /usr/bin/python3 (a pyenv/venv python3 earlier on "
-        "PATH may not see it)." % sys.executable
-    )
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from plotlib import context_text, csv_png_args, load, no_data, pyplot, save, series, size_axis  # noqa: E402
 
 LAT_CASES = (
     ("pio", "PIO forced", "tab:blue"),
@@ -48,54 +34,6 @@ LAT_TARGET = 4.0
 BW_TARGET = 0.95
 CQ_TARGET = 0.90
 MB = 1e6
-
-
-def load(path):
-    """{(section, case, metric): {x: value}} from the numeric rows, and the context."""
-    data = defaultdict(dict)
-    context = {}
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"section", "case", "x", "metric", "value"} - set(reader.fieldnames or [])
-        if missing:
-            sys.exit("plot.py: %s is not a bench_vipl CSV (missing %s)" % (path, ", ".join(sorted(missing))))
-        for row in reader:
-            if row["section"] == "context":
-                context[row["metric"]] = row["value"]
-                continue
-            try:
-                value = float(row["value"])
-                x = int(row["x"])
-            except ValueError:
-                continue
-            if not math.isnan(value):
-                data[(row["section"], row["case"], row["metric"])][x] = value
-    return data, context
-
-
-def series(data, section, case, metric, scale=1.0):
-    points = sorted(data.get((section, case, metric), {}).items())
-    return [p[0] for p in points], [p[1] / scale for p in points]
-
-
-def size_label(bytes_, _pos=None):
-    if bytes_ >= 1 << 20:
-        return "%gM" % (bytes_ / (1 << 20))
-    if bytes_ >= 1024:
-        return "%gK" % (bytes_ / 1024)
-    return "%g" % bytes_
-
-
-def size_axis(ax):
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(size_label))
-    ax.set_xlabel("message size (bytes)")
-    ax.grid(True, which="both", alpha=0.3)
-
-
-def no_data(ax, title):
-    ax.set_title(title)
-    ax.text(0.5, 0.5, "not measured in this run", ha="center", transform=ax.transAxes)
 
 
 def plot_latency(ax, data):
@@ -186,7 +124,7 @@ def plot_cq(ax, data):
     ax.set_xscale("log", base=2)
     ns = sorted({n for c in CQ_CASES for n in data.get(("cq", c[0], "req_per_s"), {})})
     ax.set_xticks(ns)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "%d" % v))
+    ax.xaxis.set_major_formatter(lambda v, _p: "%d" % v)
     ax.set_xlabel("connections (VIs on one CQ)")
     ax.set_ylabel("thousand requests/s")
     ax.set_ylim(bottom=0)
@@ -196,31 +134,22 @@ def plot_cq(ax, data):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Plot bench_vipl's CSV into a PNG.")
-    parser.add_argument("csv", help="CSV written by bench_vipl --csv")
-    parser.add_argument("png", help="PNG to write")
-    args = parser.parse_args()
+    args = csv_png_args("bench_vipl")
 
-    try:
-        data, context = load(args.csv)
-    except OSError as err:
-        sys.exit("plot.py: cannot read %s: %s" % (args.csv, err))
+    data, context = load(args.csv, "plot.py")
     if not data:
         sys.exit("plot.py: %s holds no measurements" % args.csv)
 
+    plt = pyplot("plot.py")
     fig, axes = plt.subplots(2, 2, figsize=(15, 10.5))
     plot_latency(axes[0][0], data)
     plot_bandwidth(axes[0][1], data)
     plot_ratio(axes[1][0], data)
     plot_cq(axes[1][1], data)
     fig.suptitle("viaduct VIPL over shm (bench_vipl, %s; %s)"
-                 % (context.get("mode", "?").split(":")[0], context.get("cpu_model", "unknown CPU")))
-    fig.tight_layout()
-    try:
-        fig.savefig(args.png, dpi=110)
-    except OSError as err:
-        sys.exit("plot.py: cannot write %s: %s" % (args.png, err))
-    print("plot.py: wrote %s" % args.png)
+                 % (context_text(context, "machine", "mode").split(":")[0],
+                    context_text(context, "machine", "cpu_model", "unknown CPU")))
+    save(fig, args.png, "plot.py")
 
 
 if __name__ == "__main__":
