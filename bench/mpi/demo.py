@@ -40,7 +40,8 @@ PROTOS = (
 # The engine's eager switch point and the largest it accepts (run.sh does
 # the same for its Table 4).
 EAGER_SMALL = int(os.environ.get("VIADUCT_MPI_EAGER_MAX", "8192"))
-EAGER_BIG = int(os.environ.get("VIADUCT_MPI_EAGER_TABLE_MAX", str(MIB)))
+# One ring message at most (VIADUCT_RING_MAX_MSG - the 32-byte header).
+EAGER_BIG = int(os.environ.get("VIADUCT_MPI_EAGER_TABLE_MAX", "32728"))
 MAX_SIZE = 4 * MIB
 # Seconds per timed run (3 runs per size): longer than --quick's own, so
 # that a neighbour's burst is less likely to fill a whole run.

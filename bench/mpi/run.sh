@@ -43,7 +43,8 @@ TABLE4=1
 FIG5=1
 PYTHON=${PYTHON:-/usr/bin/python3}
 PROGS="latency bw bibw allreduce"
-EAGER_MAX=${VIADUCT_MPI_EAGER_TABLE_MAX:-1048576}
+# One ring message at most (VIADUCT_RING_MAX_MSG - the 32-byte header).
+EAGER_MAX=${VIADUCT_MPI_EAGER_TABLE_MAX:-32728}
 # The engine's eager switch point (src/mpi/wire.c: 8 KiB unless set).
 EAGER_SMALL=${VIADUCT_MPI_EAGER_MAX:-8192}
 FAILED=0
