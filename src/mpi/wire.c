@@ -275,9 +275,25 @@ int vd_wire_init(void)
 	return err ? err : connect_all();
 }
 
+/* What never went out (a job ending with sends no one received). */
+static void drop_queued(struct peer *p)
+{
+	while (p->msg_head) {
+		struct queued_msg *q = p->msg_head;
+		p->msg_head = q->next;
+		free(q);
+	}
+	while (p->pend_head) {
+		struct pending *q = p->pend_head;
+		p->pend_head = q->next;
+		free(q);
+	}
+}
+
 void vd_wire_finalize(void)
 {
 	for (int r = 0; W.peers && r < vd_mpi.size; r++) {
+		drop_queued(&W.peers[r]);
 		if (!W.peers[r].vi)
 			continue;
 		VipDisconnect(W.peers[r].vi);
