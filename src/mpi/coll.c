@@ -452,26 +452,27 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 			  MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
+	struct vd_coll_side S = { .counts = counts, .count = counts[0], .dt = dt, .t = t };
+	struct vd_coll_side R = { .buf = out, .count = counts[c->rank], .dt = dt, .t = t };
 	int n = c->size, err, *displs = NULL;
 	void *mem = NULL;
 	char *whole = NULL;
-	bool block = true;
 
 	for (int i = 1; i < n; i++)
-		block = block && counts[i] == counts[0];
+		S.vec = S.vec || counts[i] != counts[0];
 	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
 		return MPI_ERR_NO_MEM;
+	S.buf = whole;
 	err = vd_coll_reduce(in, whole, total, dt, op, 0, c);
-	if (!err && block) {
-		err = vd_coll_scatter(whole, counts[0], dt, out, counts[0], dt, 0, c);
+	if (!err && !S.vec) {
+		err = vd_coll_scatter(&S, &R, 0, c);
 	} else if (!err) {
-		if (!(displs = malloc((size_t)n * sizeof(int))))
+		if (!(S.displs = displs = malloc((size_t)n * sizeof(int))))
 			err = MPI_ERR_NO_MEM;
 		for (int i = 0, d = 0; !err && i < n; d += counts[i++])
 			displs[i] = d;
 		if (!err)
-			err = vd_coll_scatterv(whole, counts, displs, dt, out, counts[c->rank],
-					       dt, 0, c);
+			err = vd_coll_scatterv(&S, &R, 0, c);
 	}
 	free(displs);
 	free(mem);
