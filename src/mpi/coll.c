@@ -183,22 +183,56 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 
 /* ---- Reduce: binomial tree ------------------------------------------------------------ */
 
-/* Checks shared by the reductions: buffers, type, op. */
-static int check_reduce(const void *sbuf, const void *rbuf, int count, MPI_Datatype dt,
-			MPI_Op op, bool rbuf_used, struct vd_dtype **t)
+/* Checks shared by the reductions: buffers, type, op.  sbuf (or, in
+ * place, rbuf) holds count elements; rbuf receives rcount of them at this
+ * rank, rcount -1: rbuf is not used here (Reduce off the root). */
+static int check_reduce(const void *sbuf, const void *rbuf, int count, int rcount,
+			MPI_Datatype dt, MPI_Op op, struct vd_dtype **t)
 {
 	int err = vd_coll_check_buf(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, t);
 
 	if (err)
 		return err;
-	if (rbuf_used && !rbuf && count > 0 && (*t)->size > 0)
+	if (!rbuf && rcount > 0 && (*t)->size > 0)
 		return MPI_ERR_BUFFER;
 	if ((err = vd_op_check(op, dt)))
 		return err;
 	/* The same buffer twice is what MPI_IN_PLACE is for. */
-	if (rbuf_used && sbuf == rbuf && count > 0)
+	if (rcount >= 0 && sbuf == rbuf && count > 0)
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
+}
+
+/* What tells Reduce, Allreduce, Scan and Exscan apart. */
+struct reduction {
+	const char *fn;
+	bool rooted;                    /* Reduce: root significant */
+	int (*run)(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
+		   struct vd_comm *c);
+};
+
+/* The reductions from the API: checks, MPI_IN_PLACE resolved, then run. */
+static int reduce_api(const struct reduction *r, const void *sendbuf, void *recvbuf,
+		      int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+	struct vd_comm *c;
+	struct vd_dtype *t;
+	int err;
+
+	VD_MPI_CHECK_RUNNING(r->fn);
+	if (!(c = vd_coll_comm(comm, r->fn, &err)))
+		return err;
+	if (r->rooted && (root < 0 || root >= c->size))
+		err = MPI_ERR_ROOT;
+	else if (r->rooted && sendbuf == MPI_IN_PLACE && c->rank != root)
+		err = MPI_ERR_BUFFER;
+	else
+		err = check_reduce(sendbuf, recvbuf, count,
+				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
+	if (err || count == 0)
+		return vd_mpi_raise(comm, err, r->fn);
+	return vd_mpi_raise(comm, r->run(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
+					 count, dt, op, root, c), r->fn);
 }
 
 /* Reduce `in` (count elements of dt) over c into `out` at root.  A
@@ -261,27 +295,9 @@ out:
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
-	static const char fn[] = "MPI_Reduce";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err;
+	static const struct reduction r = { "MPI_Reduce", true, vd_coll_reduce };
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if (root < 0 || root >= c->size)
-		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (sendbuf == MPI_IN_PLACE && c->rank != root)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	err = check_reduce(sendbuf, recvbuf, count, datatype, op, c->rank == root, &t);
-	if (err)
-		return vd_mpi_raise(comm, err, fn);
-	if (count == 0)
-		return MPI_SUCCESS;
-	if (sendbuf == MPI_IN_PLACE)
-		sendbuf = recvbuf;
-	return vd_mpi_raise(comm, vd_coll_reduce(sendbuf, recvbuf, count, datatype, op,
-						 root, c), fn);
+	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 /* ---- Allreduce: recursive doubling ------------------------------------------------------ */
@@ -296,36 +312,75 @@ static int pof2_below(int n)
 	return p;
 }
 
-/* With n = pof2 + rem: ranks 0..2rem-1 pair up first (even sends to odd,
- * odd keeps even op odd), leaving pof2 participants whose "new ranks"
- * stay in rank order; recursive doubling among them; the odd ranks then
- * give the result back to their even partner.  out holds the input. */
+/* The allreduce algorithms work among a power of two of ranks: with
+ * n = pof2 + rem, ranks 0..2rem-1 pair up first (even sends to odd, odd
+ * keeps even op odd), leaving pof2 participants whose "new ranks" stay in
+ * rank order; at the end the odd ranks give the result back to their
+ * even partner. */
+struct rd_ranks {
+	int pof2, rem;
+	int newrank;                    /* -1: an even rank that sits out */
+};
+
+static struct rd_ranks rd_ranks(const struct vd_comm *c)
+{
+	int pof2 = pof2_below(c->size), rem = c->size - pof2, me = c->rank;
+
+	return (struct rd_ranks){ pof2, rem, me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem };
+}
+
+/* The rank of new rank nr. */
+static int rd_rank(const struct rd_ranks *g, int nr)
+{
+	return nr < g->rem ? 2 * nr + 1 : nr + g->rem;
+}
+
+/* The pairing before (out = even op out; tmp: scratch) ... */
+static int rd_fold_in(const struct rd_ranks *g, void *out, char *tmp, int count,
+		      MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+{
+	int me = c->rank, err;
+
+	if (me >= 2 * g->rem)
+		return MPI_SUCCESS;
+	if (g->newrank < 0)
+		return vd_coll_send(out, count, dt, me + 1, c);
+	err = vd_coll_recv(tmp, count, dt, me - 1, c);
+	return err ? err : vd_op_apply(op, tmp, out, count, dt);
+}
+
+/* ... and the handing back after. */
+static int rd_fold_out(const struct rd_ranks *g, void *out, int count, MPI_Datatype dt,
+		       struct vd_comm *c)
+{
+	int me = c->rank;
+
+	if (me >= 2 * g->rem)
+		return MPI_SUCCESS;
+	return g->newrank < 0 ? vd_coll_recv(out, count, dt, me + 1, c)
+			      : vd_coll_send(out, count, dt, me - 1, c);
+}
+
+/* Recursive doubling among the rd_ranks; out holds the input. */
 static int allreduce_rd(void *out, int count, MPI_Datatype dt, MPI_Op op,
 			struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
-	int n = c->size, me = c->rank, pof2 = pof2_below(n), rem = n - pof2;
-	int newrank = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
-	int err = MPI_SUCCESS;
+	struct rd_ranks g = rd_ranks(c);
+	int err;
 	void *mem;
 	char *acc = out, *tmp = vd_dtype_scratch(t, count, &mem);
 
 	if (!tmp)
 		return MPI_ERR_NO_MEM;
-	if (me < 2 * rem && newrank < 0) {
-		err = vd_coll_send(out, count, dt, me + 1, c);
-	} else if (me < 2 * rem) {
-		err = vd_coll_recv(tmp, count, dt, me - 1, c);
-		if (!err)
-			err = vd_op_apply(op, tmp, acc, count, dt);
-	}
-	for (int mask = 1; newrank >= 0 && mask < pof2 && !err; mask <<= 1) {
-		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+	err = rd_fold_in(&g, out, tmp, count, dt, op, c);
+	for (int mask = 1; g.newrank >= 0 && mask < g.pof2 && !err; mask <<= 1) {
+		int dst = rd_rank(&g, g.newrank ^ mask);
 
 		err = vd_coll_sendrecv(acc, count, dt, dst, tmp, count, dt, dst, c);
 		if (err)
 			break;
-		if (dst < me) {
+		if (dst < c->rank) {
 			err = vd_op_apply(op, tmp, acc, count, dt);     /* acc = tmp op acc */
 		} else {
 			err = vd_op_apply(op, acc, tmp, count, dt);     /* tmp = acc op tmp */
@@ -334,9 +389,8 @@ static int allreduce_rd(void *out, int count, MPI_Datatype dt, MPI_Op op,
 	}
 	if (!err && acc != (char *)out)
 		vd_dtype_copy(t, acc, out, count);
-	if (!err && me < 2 * rem)
-		err = newrank < 0 ? vd_coll_recv(out, count, dt, me + 1, c)
-				  : vd_coll_send(out, count, dt, me - 1, c);
+	if (!err)
+		err = rd_fold_out(&g, out, count, dt, c);
 	free(mem);
 	return err;
 }
@@ -347,15 +401,14 @@ static int allreduce_rd(void *out, int count, MPI_Datatype dt, MPI_Op op,
  * The vector is cut into pof2 pieces of elements; in the halving round
  * with distance `mask` (largest first) a rank keeps the half of its
  * current window on its side of that bit and sends the other half; the
- * doubling rounds retrace the steps.  Non-powers of two fold first, as in
+ * doubling rounds retrace the steps.  Among the rd_ranks, like
  * allreduce_rd. */
 static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
 			  struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
-	int n = c->size, me = c->rank, pof2 = pof2_below(n), rem = n - pof2;
-	int newrank = me < 2 * rem ? (me % 2 ? me / 2 : -1) : me - rem;
-	int lo = 0, hi = pof2, err = MPI_SUCCESS;
+	struct rd_ranks g = rd_ranks(c);
+	int pof2 = g.pof2, newrank = g.newrank, lo = 0, hi = pof2, err;
 	void *mem;
 	char *tmp = vd_dtype_scratch(t, count, &mem);
 
@@ -363,15 +416,9 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
 #define PIECE(i) ((long)(i) * (count / pof2) + ((i) < count % pof2 ? (i) : count % pof2))
 	if (!tmp)
 		return MPI_ERR_NO_MEM;
-	if (me < 2 * rem && newrank < 0) {
-		err = vd_coll_send(out, count, dt, me + 1, c);
-	} else if (me < 2 * rem) {
-		err = vd_coll_recv(tmp, count, dt, me - 1, c);
-		if (!err)
-			err = vd_op_apply(op, tmp, out, count, dt);
-	}
+	err = rd_fold_in(&g, out, tmp, count, dt, op, c);
 	for (int mask = pof2 / 2; newrank >= 0 && mask > 0 && !err; mask /= 2) {
-		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+		int dst = rd_rank(&g, newrank ^ mask);
 		int mid = (lo + hi) / 2, klo = newrank & mask ? mid : lo;
 		int khi = newrank & mask ? hi : mid, slo = newrank & mask ? lo : mid;
 		int shi = newrank & mask ? mid : hi;
@@ -386,7 +433,7 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
 		hi = khi;
 	}
 	for (int mask = 1; newrank >= 0 && mask < pof2 && !err; mask *= 2) {
-		int nd = newrank ^ mask, dst = nd < rem ? 2 * nd + 1 : nd + rem;
+		int dst = rd_rank(&g, newrank ^ mask);
 		/* the partner's window is our window's sibling */
 		int plo = newrank & mask ? lo - (hi - lo) : hi, phi = plo + (hi - lo);
 		long m0 = PIECE(lo), m1 = PIECE(hi), p0 = PIECE(plo), p1 = PIECE(phi);
@@ -397,9 +444,8 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
 		hi = phi > hi ? phi : hi;
 	}
 #undef PIECE
-	if (!err && me < 2 * rem)
-		err = newrank < 0 ? vd_coll_recv(out, count, dt, me + 1, c)
-				  : vd_coll_send(out, count, dt, me - 1, c);
+	if (!err)
+		err = rd_fold_out(&g, out, count, dt, c);
 	free(mem);
 	return err;
 }
@@ -424,23 +470,19 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 	return allreduce_rd(out, count, dt, op, c);
 }
 
+static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		     int root, struct vd_comm *c)
+{
+	(void)root;
+	return vd_coll_allreduce(in, out, count, dt, op, c);
+}
+
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		  MPI_Op op, MPI_Comm comm)
 {
-	static const char fn[] = "MPI_Allreduce";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err;
+	static const struct reduction r = { "MPI_Allreduce", false, allreduce };
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if ((err = check_reduce(sendbuf, recvbuf, count, datatype, op, true, &t)))
-		return vd_mpi_raise(comm, err, fn);
-	if (sendbuf == MPI_IN_PLACE)
-		sendbuf = recvbuf;
-	return vd_mpi_raise(comm, vd_coll_allreduce(sendbuf, recvbuf, count, datatype, op, c),
-			    fn);
+	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
 
 /* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
@@ -452,34 +494,37 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 			  MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
+	struct vd_coll_side S = { .counts = counts, .count = counts[0], .dt = dt, .t = t };
+	struct vd_coll_side R = { .buf = out, .count = counts[c->rank], .dt = dt, .t = t };
 	int n = c->size, err, *displs = NULL;
 	void *mem = NULL;
 	char *whole = NULL;
-	bool block = true;
 
 	for (int i = 1; i < n; i++)
-		block = block && counts[i] == counts[0];
+		S.vec = S.vec || counts[i] != counts[0];
 	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
 		return MPI_ERR_NO_MEM;
+	S.buf = whole;
 	err = vd_coll_reduce(in, whole, total, dt, op, 0, c);
-	if (!err && block) {
-		err = vd_coll_scatter(whole, counts[0], dt, out, counts[0], dt, 0, c);
+	if (!err && !S.vec) {
+		err = vd_coll_scatter(&S, &R, 0, c);
 	} else if (!err) {
-		if (!(displs = malloc((size_t)n * sizeof(int))))
+		if (!(S.displs = displs = malloc((size_t)n * sizeof(int))))
 			err = MPI_ERR_NO_MEM;
 		for (int i = 0, d = 0; !err && i < n; d += counts[i++])
 			displs[i] = d;
 		if (!err)
-			err = vd_coll_scatterv(whole, counts, displs, dt, out, counts[c->rank],
-					       dt, 0, c);
+			err = vd_coll_scatterv(&S, &R, 0, c);
 	}
 	free(displs);
 	free(mem);
 	return err;
 }
 
-static int check_reduce_scatter(const void *sendbuf, void *recvbuf, const int *counts,
-				MPI_Datatype dt, MPI_Op op, struct vd_comm *c, int *total)
+/* Reduce_scatter(_block) from the checks on: the whole vector is the sum
+ * of the counts. */
+static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *counts,
+			      MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t;
 	long long sum = 0;
@@ -494,19 +539,11 @@ static int check_reduce_scatter(const void *sendbuf, void *recvbuf, const int *c
 	}
 	if (sum > INT_MAX)
 		return MPI_ERR_COUNT;
-	*total = (int)sum;
-	/* sendbuf holds the whole vector; recvbuf (or, in place, the whole
-	 * vector) this rank's piece. */
-	if ((err = vd_coll_check_buf(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf,
-				     *total, dt, &t)))
+	err = check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
+	if (err || sum == 0)
 		return err;
-	if (!recvbuf && counts[c->rank] > 0 && t->size > 0)
-		return MPI_ERR_BUFFER;
-	if ((err = vd_op_check(op, dt)))
-		return err;
-	if (sendbuf == recvbuf && *total > 0)
-		return MPI_ERR_BUFFER;
-	return MPI_SUCCESS;
+	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,
+			      (int)sum, dt, op, c);
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
@@ -514,19 +551,13 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 {
 	static const char fn[] = "MPI_Reduce_scatter";
 	struct vd_comm *c;
-	int err, total;
+	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if ((err = check_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, c, &total)))
-		return vd_mpi_raise(comm, err, fn);
-	if (total == 0)
-		return MPI_SUCCESS;
-	if (sendbuf == MPI_IN_PLACE)
-		sendbuf = recvbuf;
-	return vd_mpi_raise(comm, reduce_scatter(sendbuf, recvbuf, recvcounts, total,
-						 datatype, op, c), fn);
+	return vd_mpi_raise(comm, reduce_scatter_run(sendbuf, recvbuf, recvcounts, datatype, op,
+						     c), fn);
 }
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -534,7 +565,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 {
 	static const char fn[] = "MPI_Reduce_scatter_block";
 	struct vd_comm *c;
-	int err, total, *counts;
+	int err, *counts;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
@@ -545,10 +576,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, fn);
 	for (int i = 0; i < c->size; i++)
 		counts[i] = recvcount;
-	err = check_reduce_scatter(sendbuf, recvbuf, counts, datatype, op, c, &total);
-	if (!err && total > 0)
-		err = reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
-				     counts, total, datatype, op, c);
+	err = reduce_scatter_run(sendbuf, recvbuf, counts, datatype, op, c);
 	free(counts);
 	return vd_mpi_raise(comm, err, fn);
 }
@@ -603,34 +631,33 @@ out:
 	return err;
 }
 
-static int scan_api(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-		    MPI_Op op, MPI_Comm comm, bool exclusive, const char *fn)
+static int scan(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
+		struct vd_comm *c)
 {
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err;
+	(void)root;
+	return scan_rd(in, out, count, dt, op, c, false);
+}
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if ((err = check_reduce(sendbuf, recvbuf, count, datatype, op, true, &t)))
-		return vd_mpi_raise(comm, err, fn);
-	if (count == 0 || (exclusive && c->size == 1))
-		return MPI_SUCCESS;
-	if (sendbuf == MPI_IN_PLACE)
-		sendbuf = recvbuf;
-	return vd_mpi_raise(comm, scan_rd(sendbuf, recvbuf, count, datatype, op, c, exclusive),
-			    fn);
+/* Alone, Exscan has nothing to give (rank 0 gets no value). */
+static int exscan(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
+		  struct vd_comm *c)
+{
+	(void)root;
+	return c->size == 1 ? MPI_SUCCESS : scan_rd(in, out, count, dt, op, c, true);
 }
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	     MPI_Op op, MPI_Comm comm)
 {
-	return scan_api(sendbuf, recvbuf, count, datatype, op, comm, false, "MPI_Scan");
+	static const struct reduction r = { "MPI_Scan", false, scan };
+
+	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, MPI_Comm comm)
 {
-	return scan_api(sendbuf, recvbuf, count, datatype, op, comm, true, "MPI_Exscan");
+	static const struct reduction r = { "MPI_Exscan", false, exscan };
+
+	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }

@@ -43,409 +43,306 @@ static char *at(const void *buf, long idx, const struct vd_dtype *t)
 	return (char *)buf + idx * t->extent;
 }
 
-/* ---- Gather ------------------------------------------------------------------ */
 
-static int gather_tree(const void *sbuf, int sc, MPI_Datatype sdt, void *rbuf, int rc,
-		       MPI_Datatype rdt, int root, struct vd_comm *c)
+/* ---- pieces ------------------------------------------------------------------ */
+
+/* Where rank i's piece of side s lies, and how many elements. */
+static char *side_at(const struct vd_coll_side *s, int i)
 {
-	struct vd_dtype *st = vd_dtype_get(sdt), *rt = vd_dtype_get(rdt);
-	int n = c->size, me = c->rank, vr = (me - root + n) % n, sub = subtree(vr, n);
-	int low = vr ? (vr & -vr) : n, nreq = 0, err = MPI_SUCCESS;
-	size_t blk = me == root ? (size_t)rc * (size_t)rt->size : (size_t)sc * (size_t)st->size;
-	MPI_Request req[32];
-	bool direct = me == root && root == 0 && rt->contig;
-	char *tmp;
+	return at(s->buf, s->vec ? s->displs[i] : (long)i * s->count, s->t);
+}
 
-	if (me == root && sbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(sbuf, sc, st, at(rbuf, (long)root * rc, rt), rc, rt)))
-		return err;
-	if (n == 1)
+static int side_count(const struct vd_coll_side *s, int i)
+{
+	return s->vec ? s->counts[i] : s->count;
+}
+
+static size_t piece_bytes(const struct vd_coll_side *s)
+{
+	return (size_t)s->count * (size_t)s->t->size;
+}
+
+/* Gather(v) moves the pieces up to the root, Scatter(v) down from it.  A
+ * rank posts a transfer with a rank below it (a child in the tree, any
+ * other rank for the root of the linear forms): a receive going up, a
+ * send going down. */
+static int post_below(bool up, const void *buf, int count, MPI_Datatype dt, int peer,
+		      struct vd_comm *c, MPI_Request *req)
+{
+	return up ? vd_coll_irecv((void *)buf, count, dt, peer, c, req)
+		  : vd_coll_isend(buf, count, dt, peer, c, req);
+}
+
+/* Wait for the nreq requests posted, also after posting failed with err:
+ * the first error. */
+static int wait_posted(int err, int nreq, MPI_Request *req)
+{
+	int werr = vd_coll_waitall(nreq, req);
+
+	return err ? err : werr;
+}
+
+/* The root's own piece moves locally between its slot in V (the root's
+ * pieces) and L (its own buffer, unless MPI_IN_PLACE). */
+static int own_piece(const struct vd_coll_side *V, const struct vd_coll_side *L, int root,
+		     bool up)
+{
+	if (L->buf == MPI_IN_PLACE)
 		return MPI_SUCCESS;
-	if (sub == 1)                   /* a leaf: its own piece only */
-		return vd_coll_send(sbuf, sc, sdt, (vr - low + root) % n, c);
-	if (blk * (size_t)sub > INT_MAX)
+	if (up)
+		return vd_coll_local_copy(L->buf, L->count, L->t, side_at(V, root),
+					  side_count(V, root), V->t);
+	return vd_coll_local_copy(side_at(V, root), side_count(V, root), V->t, (void *)L->buf,
+				  L->count, L->t);
+}
+
+/* ---- Gather / Scatter: binomial tree ------------------------------------------ */
+
+/* This rank's place in the tree over ranks relative to the root (vr):
+ * its subtree spans `sub` ranks, its children are vr + mask for the masks
+ * below `low`. */
+struct btree {
+	int n, root, vr, sub, low, parent;
+	size_t blk;                     /* bytes of one rank's piece */
+	bool direct;                    /* the root's pieces travel from / to
+					 * the user's buffer as they are */
+};
+
+/* What every rank of the tree does first: find its place, and at the
+ * root move the root's own piece (V: the pieces, L: its own buffer). */
+static int btree_start(struct btree *T, const struct vd_coll_side *V,
+		       const struct vd_coll_side *L, int root, bool up, struct vd_comm *c)
+{
+	bool at_root = c->rank == root;
+
+	T->n = c->size;
+	T->root = root;
+	T->vr = (c->rank - root + c->size) % c->size;
+	T->sub = subtree(T->vr, T->n);
+	T->low = T->vr ? (T->vr & -T->vr) : T->n;
+	T->parent = (T->vr - T->low + root) % T->n;
+	T->blk = piece_bytes(at_root ? V : L);
+	/* Root 0 with a contiguous type: the pieces are in rank order. */
+	T->direct = at_root && root == 0 && V->t->contig;
+	return at_root ? own_piece(V, L, root, up) : MPI_SUCCESS;
+}
+
+/* The subtree's pieces packed, rank vr + i's at i * blk: the user's
+ * buffer when direct, else malloc'd. */
+static int btree_buf(const struct btree *T, const void *user, char **tmp)
+{
+	if (T->blk * (size_t)T->sub > INT_MAX)
 		return MPI_ERR_COUNT;
-	/* Root 0 with a contiguous type: the pieces land in place. */
-	tmp = direct ? rbuf : malloc(blk * (size_t)sub);
-	if (!tmp)
-		return MPI_ERR_NO_MEM;
-	if (me != root)
-		vd_dtype_pack(st, sbuf, sc, tmp);
-	for (int mask = 1; mask < low && vr + mask < n && !err; mask <<= 1)
-		err = vd_coll_irecv(tmp + mask * blk, (int)(subtree(vr + mask, n) * blk), MPI_BYTE,
-				    (vr + mask + root) % n, c, &req[nreq++]);
-	if (!err)
-		err = vd_coll_waitall(nreq, req);
+	*tmp = T->direct ? (char *)user : malloc(T->blk * (size_t)T->sub);
+	return *tmp ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Move every child's subtree of pieces, all transfers at once; going
+ * down, the largest subtree first: it has the most forwarding left. */
+static int btree_children(const struct btree *T, char *tmp, bool up, struct vd_comm *c)
+{
+	MPI_Request req[32];
+	int nkids = 0, nreq = 0, err = MPI_SUCCESS;
+
+	while ((1 << nkids) < T->low && T->vr + (1 << nkids) < T->n)
+		nkids++;
+	for (int k = 0; k < nkids && !err; k++) {
+		int mask = 1 << (up ? k : nkids - 1 - k), kid = T->vr + mask;
+
+		err = post_below(up, tmp + mask * T->blk, (int)(subtree(kid, T->n) * T->blk),
+				 MPI_BYTE, (kid + T->root) % T->n, c, &req[nreq++]);
+	}
+	return wait_posted(err, nreq, req);
+}
+
+/* At the root, the other ranks' pieces between V and tmp: unpacked after
+ * a Gather, packed before a Scatter. */
+static void btree_root_pieces(const struct btree *T, const struct vd_coll_side *V, char *tmp,
+			      bool up)
+{
+	for (int r = 1; r < T->n && !T->direct; r++) {
+		char *piece = side_at(V, (r + T->root) % T->n);
+
+		if (up)
+			vd_dtype_unpack(V->t, tmp + r * T->blk, T->blk, piece);
+		else
+			vd_dtype_pack(V->t, piece, V->count, tmp + r * T->blk);
+	}
+}
+
+/* An inner node of a Gather: its own piece and its children's go up to
+ * the parent in one message; the root unpacks them instead. */
+static int gather_node(const struct btree *T, const struct vd_coll_side *V,
+		       const struct vd_coll_side *L, char *tmp, struct vd_comm *c)
+{
+	int err;
+
+	if (T->vr)
+		vd_dtype_pack(L->t, L->buf, L->count, tmp);
+	err = btree_children(T, tmp, true, c);
+	if (!err && T->vr)
+		err = vd_coll_send(tmp, (int)(T->sub * T->blk), MPI_BYTE, T->parent, c);
+	if (!err && !T->vr)
+		btree_root_pieces(T, V, tmp, true);
+	return err;
+}
+
+/* An inner node of a Scatter: the subtree's pieces come from the parent
+ * (the root packs them), go on to the children, and one stays. */
+static int scatter_node(const struct btree *T, const struct vd_coll_side *V,
+			const struct vd_coll_side *L, char *tmp, struct vd_comm *c)
+{
+	int err = MPI_SUCCESS;
+
+	if (!T->vr)
+		btree_root_pieces(T, V, tmp, false);
 	else
-		vd_coll_waitall(nreq, req);
-	if (!err && me != root)
-		err = vd_coll_send(tmp, (int)(sub * blk), MPI_BYTE, (vr - low + root) % n, c);
-	for (int r = 1; !err && !direct && me == root && r < n; r++)
-		vd_dtype_unpack(rt, tmp + r * blk, blk, at(rbuf, (long)((r + root) % n) * rc, rt));
-	if (!direct)
+		err = vd_coll_recv(tmp, (int)(T->sub * T->blk), MPI_BYTE, T->parent, c);
+	if (!err)
+		err = btree_children(T, tmp, false, c);
+	if (!err && T->vr)
+		vd_dtype_unpack(L->t, tmp, T->blk, (void *)L->buf);
+	return err;
+}
+
+/* Gather (up) or Scatter: V holds the pieces at the root, L is this
+ * rank's own. */
+static int rooted_tree(const struct vd_coll_side *V, const struct vd_coll_side *L, int root,
+		       bool up, struct vd_comm *c)
+{
+	struct btree T;
+	char *tmp;
+	int err;
+
+	if ((err = btree_start(&T, V, L, root, up, c)) || c->size == 1)
+		return err;
+	if (T.sub == 1)                 /* a leaf: its own piece only */
+		return up ? vd_coll_send(L->buf, L->count, L->dt, T.parent, c)
+			  : vd_coll_recv((void *)L->buf, L->count, L->dt, T.parent, c);
+	if ((err = btree_buf(&T, V->buf, &tmp)))
+		return err;
+	err = up ? gather_node(&T, V, L, tmp, c) : scatter_node(&T, V, L, tmp, c);
+	if (!T.direct)
 		free(tmp);
 	return err;
 }
 
-/* Argument checks shared by the rooted collectives, Gather(v) and
- * Scatter(v).  root_err is the root's check of the buffer only the root
- * uses (made by the caller, at the root only); `aliased` whether that
- * buffer is also the other one; `leaf` is the buffer every rank passes,
- * which only the root may give as MPI_IN_PLACE. */
-static int rooted_args(struct vd_comm *c, int root, int root_err, bool aliased,
-		       const void *leaf, int lcount, MPI_Datatype ltype)
+static int gather_tree(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		       struct vd_comm *c)
 {
-	struct vd_dtype *t;
-
-	if (root < 0 || root >= c->size)
-		return MPI_ERR_ROOT;
-	if (c->rank == root) {
-		if (root_err)
-			return root_err;
-		if (aliased)
-			return MPI_ERR_BUFFER;
-	} else if (leaf == MPI_IN_PLACE) {
-		return MPI_ERR_BUFFER;
-	}
-	if (leaf != MPI_IN_PLACE)
-		return vd_coll_check_buf(leaf, lcount, ltype, &t);
-	return MPI_SUCCESS;
+	return rooted_tree(R, S, root, true, c);
 }
 
-static bool is_root(const struct vd_comm *c, int root)
+int vd_coll_scatter(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		    struct vd_comm *c)
 {
-	return root >= 0 && root < c->size && c->rank == root;
+	return rooted_tree(S, R, root, false, c);
 }
 
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+/* ---- Gatherv / Scatterv: linear ------------------------------------------------- */
+
+/* The root moves every other rank's piece of V itself, all transfers
+ * posted at once; the others move their L with it. */
+static int rooted_linear(const struct vd_coll_side *V, const struct vd_coll_side *L, int root,
+			 bool up, struct vd_comm *c)
 {
-	static const char fn[] = "MPI_Gather";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err, root_err = MPI_SUCCESS;
-
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if (is_root(c, root))
-		root_err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &t);
-	err = rooted_args(c, root, root_err, sendbuf == recvbuf && recvcount > 0, sendbuf, sendcount, sendtype);
-	if (err)
-		return vd_mpi_raise(comm, err, fn);
-	return vd_mpi_raise(comm, gather_tree(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-					      recvtype, root, c), fn);
-}
-
-/* ---- Gatherv: linear --------------------------------------------------------------- */
-
-static int gatherv_linear(const void *sbuf, int sc, MPI_Datatype sdt, void *rbuf,
-			  const int *rcounts, const int *displs, MPI_Datatype rdt, int root,
-			  struct vd_comm *c)
-{
-	struct vd_dtype *st = vd_dtype_get(sdt), *rt = vd_dtype_get(rdt);
-	int n = c->size, me = c->rank, err = MPI_SUCCESS, nreq = 0;
+	int n = c->size, me = c->rank, err, nreq = 0;
 	MPI_Request *req;
 
 	if (me != root)
-		return vd_coll_send(sbuf, sc, sdt, root, c);
-	if (sbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(sbuf, sc, st, at(rbuf, displs[me], rt), rcounts[me], rt)))
+		return up ? vd_coll_send(L->buf, L->count, L->dt, root, c)
+			  : vd_coll_recv((void *)L->buf, L->count, L->dt, root, c);
+	if ((err = own_piece(V, L, root, up)))
 		return err;
 	if (!(req = malloc((size_t)n * sizeof(*req))))
 		return MPI_ERR_NO_MEM;
 	for (int i = 0; i < n && !err; i++)
 		if (i != me)
-			err = vd_coll_irecv(at(rbuf, displs[i], rt), rcounts[i], rdt, i, c,
-					    &req[nreq++]);
-	err = err ? (vd_coll_waitall(nreq, req), err) : vd_coll_waitall(nreq, req);
+			err = post_below(up, side_at(V, i), side_count(V, i), V->dt, i, c,
+					 &req[nreq++]);
+	err = wait_posted(err, nreq, req);
 	free(req);
 	return err;
 }
 
-/* The vector side of a v-collective: counts, displacements, type, and a
- * buffer wherever some count is not zero. */
-static int check_vec(const void *buf, const int *counts, const int *displs,
-		     MPI_Datatype dt, int n, struct vd_dtype **t)
+static int gatherv_linear(const struct vd_coll_side *S, const struct vd_coll_side *R,
+			  int root, struct vd_comm *c)
 {
-	bool data = false;
-
-	if (!counts || !displs)
-		return MPI_ERR_ARG;
-	for (int i = 0; i < n; i++) {
-		if (counts[i] < 0)
-			return MPI_ERR_COUNT;
-		data = data || counts[i] > 0;
-	}
-	if (!(*t = vd_dtype_comm(dt)))
-		return MPI_ERR_TYPE;
-	return !buf && data && (*t)->size > 0 ? MPI_ERR_BUFFER : MPI_SUCCESS;
+	return rooted_linear(R, S, root, true, c);
 }
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-		const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-		int root, MPI_Comm comm)
-{
-	static const char fn[] = "MPI_Gatherv";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err, root_err = MPI_SUCCESS;
-
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if (is_root(c, root))
-		root_err = check_vec(recvbuf, recvcounts, displs, recvtype, c->size, &t);
-	err = rooted_args(c, root, root_err, sendbuf == recvbuf, sendbuf, sendcount, sendtype);
-	if (err)
-		return vd_mpi_raise(comm, err, fn);
-	return vd_mpi_raise(comm, gatherv_linear(sendbuf, sendcount, sendtype, recvbuf,
-						 recvcounts, displs, recvtype, root, c), fn);
-}
-
-/* ---- Scatter ------------------------------------------------------------------------ */
-
-int vd_coll_scatter(const void *sbuf, int sc, MPI_Datatype sdt, void *rbuf, int rc,
-		    MPI_Datatype rdt, int root, struct vd_comm *c)
-{
-	struct vd_dtype *st = vd_dtype_get(sdt), *rt = vd_dtype_get(rdt);
-	int n = c->size, me = c->rank, vr = (me - root + n) % n, sub = subtree(vr, n);
-	int low = vr ? (vr & -vr) : n, nreq = 0, top = 1, err = MPI_SUCCESS;
-	size_t blk = me == root ? (size_t)sc * (size_t)st->size : (size_t)rc * (size_t)rt->size;
-	bool direct = me == root && root == 0 && st->contig;
-	MPI_Request req[32];
-	char *tmp;
-
-	if (me == root && rbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(at(sbuf, (long)root * sc, st), sc, st, rbuf, rc, rt)))
-		return err;
-	if (n == 1)
-		return MPI_SUCCESS;
-	if (sub == 1)                   /* a leaf: its own piece only */
-		return vd_coll_recv(rbuf, rc, rdt, (vr - low + root) % n, c);
-	if (blk * (size_t)sub > INT_MAX)
-		return MPI_ERR_COUNT;
-	/* Root 0 with a contiguous type sends straight from sbuf. */
-	tmp = direct ? (char *)sbuf : malloc(blk * (size_t)sub);
-	if (!tmp)
-		return MPI_ERR_NO_MEM;
-	if (me == root && !direct)
-		for (int r = 1; r < n; r++)
-			vd_dtype_pack(st, at(sbuf, (long)((r + root) % n) * sc, st), sc,
-				      tmp + r * blk);
-	if (me != root)
-		err = vd_coll_recv(tmp, (int)(sub * blk), MPI_BYTE, (vr - low + root) % n, c);
-	/* Children vr + mask for the masks below `top`; largest subtree
-	 * first: it has the most forwarding left to do. */
-	while (top < low && vr + top < n)
-		top <<= 1;
-	for (int mask = top >> 1; mask > 0 && !err; mask >>= 1)
-		err = vd_coll_isend(tmp + mask * blk, (int)(subtree(vr + mask, n) * blk),
-				    MPI_BYTE, (vr + mask + root) % n, c, &req[nreq++]);
-	err = err ? (vd_coll_waitall(nreq, req), err) : vd_coll_waitall(nreq, req);
-	if (!err && me != root)
-		vd_dtype_unpack(rt, tmp, blk, rbuf);
-	if (!direct)
-		free(tmp);
-	return err;
-}
-
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-	static const char fn[] = "MPI_Scatter";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err, root_err = MPI_SUCCESS;
-
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if (is_root(c, root))
-		root_err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &t);
-	err = rooted_args(c, root, root_err, sendbuf == recvbuf && sendcount > 0, recvbuf, recvcount, recvtype);
-	if (err)
-		return vd_mpi_raise(comm, err, fn);
-	return vd_mpi_raise(comm, vd_coll_scatter(sendbuf, sendcount, sendtype, recvbuf,
-						  recvcount, recvtype, root, c), fn);
-}
-
-/* ---- Scatterv: linear ------------------------------------------------------------------ */
-
-int vd_coll_scatterv(const void *sbuf, const int *scounts, const int *displs,
-		     MPI_Datatype sdt, void *rbuf, int rc, MPI_Datatype rdt, int root,
+int vd_coll_scatterv(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c)
 {
-	struct vd_dtype *st = vd_dtype_get(sdt), *rt = vd_dtype_get(rdt);
-	int n = c->size, me = c->rank, err = MPI_SUCCESS, nreq = 0;
-	MPI_Request *req;
-
-	if (me != root)
-		return vd_coll_recv(rbuf, rc, rdt, root, c);
-	if (rbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(at(sbuf, displs[me], st), scounts[me], st, rbuf, rc, rt)))
-		return err;
-	if (!(req = malloc((size_t)n * sizeof(*req))))
-		return MPI_ERR_NO_MEM;
-	for (int i = 0; i < n && !err; i++)
-		if (i != me)
-			err = vd_coll_isend(at(sbuf, displs[i], st), scounts[i], sdt, i, c,
-					    &req[nreq++]);
-	err = err ? (vd_coll_waitall(nreq, req), err) : vd_coll_waitall(nreq, req);
-	free(req);
-	return err;
+	return rooted_linear(S, R, root, false, c);
 }
 
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-		 MPI_Datatype sendtype, void *recvbuf, int recvcount,
-		 MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-	static const char fn[] = "MPI_Scatterv";
-	struct vd_comm *c;
-	struct vd_dtype *t;
-	int err, root_err = MPI_SUCCESS;
-
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if (is_root(c, root))
-		root_err = check_vec(sendbuf, sendcounts, displs, sendtype, c->size, &t);
-	err = rooted_args(c, root, root_err, sendbuf == recvbuf, recvbuf, recvcount, recvtype);
-	if (err)
-		return vd_mpi_raise(comm, err, fn);
-	return vd_mpi_raise(comm, vd_coll_scatterv(sendbuf, sendcounts, displs, sendtype,
-						   recvbuf, recvcount, recvtype, root, c), fn);
-}
-
-/* ---- Allgather(v) ------------------------------------------------------------------------ */
+/* ---- Allgather(v) ------------------------------------------------------------------ */
 
 /* Ring: in step i pass on the piece received in step i - 1 (first our
  * own), to the right, while taking the next from the left. */
-static int allgather_ring(void *rbuf, const int *counts, const int *displs, int rc,
-			  MPI_Datatype rdt, struct vd_comm *c)
+static int allgather_ring(const struct vd_coll_side *R, struct vd_comm *c)
 {
-	struct vd_dtype *rt = vd_dtype_get(rdt);
 	int n = c->size, me = c->rank, err = MPI_SUCCESS;
 
 	for (int i = 0; i < n - 1 && !err; i++) {
 		int sb = (me - i + n) % n, rb = (me - i - 1 + n) % n;
-		long so = displs ? displs[sb] : (long)sb * rc, ro = displs ? displs[rb] : (long)rb * rc;
 
-		err = vd_coll_sendrecv(at(rbuf, so, rt), counts ? counts[sb] : rc, rdt,
-				       (me + 1) % n, at(rbuf, ro, rt), counts ? counts[rb] : rc,
-				       rdt, (me - 1 + n) % n, c);
+		err = vd_coll_sendrecv(side_at(R, sb), side_count(R, sb), R->dt, (me + 1) % n,
+				       side_at(R, rb), side_count(R, rb), R->dt, (me - 1 + n) % n,
+				       c);
 	}
 	return err;
 }
 
 /* Power of two: in round `mask` swap the aligned block of `mask` pieces
  * we hold for the partner's. */
-static int allgather_rd(void *rbuf, int rc, MPI_Datatype rdt, struct vd_comm *c)
+static int allgather_rd(const struct vd_coll_side *R, struct vd_comm *c)
 {
-	struct vd_dtype *rt = vd_dtype_get(rdt);
-	int n = c->size, me = c->rank, err = MPI_SUCCESS;
+	int n = c->size, me = c->rank, rc = R->count, err = MPI_SUCCESS;
 
 	for (int mask = 1; mask < n && !err; mask <<= 1) {
 		int partner = me ^ mask;
 		long mine = (long)(me & ~(mask - 1)) * rc, theirs = (long)(partner & ~(mask - 1)) * rc;
 
-		err = vd_coll_sendrecv(at(rbuf, mine, rt), mask * rc, rdt, partner,
-				       at(rbuf, theirs, rt), mask * rc, rdt, partner, c);
+		err = vd_coll_sendrecv(at(R->buf, mine, R->t), mask * rc, R->dt, partner,
+				       at(R->buf, theirs, R->t), mask * rc, R->dt, partner, c);
 	}
 	return err;
 }
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		     struct vd_comm *c)
 {
-	static const char fn[] = "MPI_Allgather";
-	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err;
+	int me = c->rank, err;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
+	(void)root;
+	if (S->buf != MPI_IN_PLACE &&
+	    (err = vd_coll_local_copy(S->buf, S->count, S->t, side_at(R, me), side_count(R, me),
+				      R->t)))
 		return err;
-	if ((err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &rt)) ||
-	    (sendbuf != MPI_IN_PLACE &&
-	     (err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &st))))
-		return vd_mpi_raise(comm, err, fn);
-	if (sendbuf == recvbuf && recvcount > 0)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	if (sendbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(sendbuf, sendcount, st,
-				      at(recvbuf, (long)c->rank * recvcount, rt), recvcount, rt)))
-		return vd_mpi_raise(comm, err, fn);
 	if (c->size == 1)
 		return MPI_SUCCESS;
-	if (is_pof2(c->size) && (long long)c->size * recvcount <= INT_MAX)
-		err = allgather_rd(recvbuf, recvcount, recvtype, c);
-	else
-		err = allgather_ring(recvbuf, NULL, NULL, recvcount, recvtype, c);
-	return vd_mpi_raise(comm, err, fn);
+	if (!R->vec && is_pof2(c->size) && (long long)c->size * R->count <= INT_MAX)
+		return allgather_rd(R, c);
+	return allgather_ring(R, c);
 }
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-		   void *recvbuf, const int recvcounts[], const int displs[],
-		   MPI_Datatype recvtype, MPI_Comm comm)
-{
-	static const char fn[] = "MPI_Allgatherv";
-	struct vd_comm *c;
-	struct vd_dtype *st, *rt;
-	int err, me;
+/* ---- Alltoall(v) ---------------------------------------------------------------------- */
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	me = c->rank;
-	if ((err = check_vec(recvbuf, recvcounts, displs, recvtype, c->size, &rt)) ||
-	    (sendbuf != MPI_IN_PLACE &&
-	     (err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &st))))
-		return vd_mpi_raise(comm, err, fn);
-	if (sendbuf == recvbuf)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	if (sendbuf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(sendbuf, sendcount, st, at(recvbuf, displs[me], rt),
-				      recvcounts[me], rt)))
-		return vd_mpi_raise(comm, err, fn);
-	return vd_mpi_raise(comm, allgather_ring(recvbuf, recvcounts, displs, 0, recvtype, c),
-			    fn);
-}
-
-/* ---- Alltoall(v) ---------------------------------------------------------------------------- */
-
-/* One side of an all-to-all: where piece i is and how big. */
-struct a2a_side {
-	const void *buf;
-	const int *counts, *displs;     /* NULL: uniform `count` */
-	int count;
-	MPI_Datatype dt;
-	struct vd_dtype *t;
-};
-
-static char *a2a_at(const struct a2a_side *s, int i)
-{
-	return at(s->buf, s->displs ? s->displs[i] : (long)i * s->count, s->t);
-}
-
-static int a2a_count(const struct a2a_side *s, int i)
-{
-	return s->counts ? s->counts[i] : s->count;
-}
-
-static int alltoall_pairwise(const struct a2a_side *S, const struct a2a_side *R,
+static int alltoall_pairwise(const struct vd_coll_side *S, const struct vd_coll_side *R,
 			     struct vd_comm *c)
 {
 	int n = c->size, me = c->rank;
-	int err = vd_coll_local_copy(a2a_at(S, me), a2a_count(S, me), S->t, a2a_at(R, me),
-				     a2a_count(R, me), R->t);
+	int err = vd_coll_local_copy(side_at(S, me), side_count(S, me), S->t, side_at(R, me),
+				     side_count(R, me), R->t);
 
 	for (int i = 1; i < n && !err; i++) {
 		int dst = is_pof2(n) ? me ^ i : (me + i) % n;
 		int src = is_pof2(n) ? me ^ i : (me - i + n) % n;
 
-		err = vd_coll_sendrecv(a2a_at(S, dst), a2a_count(S, dst), S->dt, dst,
-				       a2a_at(R, src), a2a_count(R, src), R->dt, src, c);
+		err = vd_coll_sendrecv(side_at(S, dst), side_count(S, dst), S->dt, dst,
+				       side_at(R, src), side_count(R, src), R->dt, src, c);
 	}
 	return err;
 }
@@ -453,14 +350,14 @@ static int alltoall_pairwise(const struct a2a_side *S, const struct a2a_side *R,
 /* In place: the circle method pairs every two ranks exactly once in
  * N - 1 rounds (N = n rounded up to even; a partner >= n is a bye), and
  * each pair swaps the blocks meant for each other. */
-static int alltoall_inplace(const struct a2a_side *R, struct vd_comm *c)
+static int alltoall_inplace(const struct vd_coll_side *R, struct vd_comm *c)
 {
 	int n = c->size, me = c->rank, N = n + (n & 1), maxc = 0, err = MPI_SUCCESS;
 	void *mem;
 	char *tmp;
 
 	for (int i = 0; i < n; i++)
-		maxc = a2a_count(R, i) > maxc ? a2a_count(R, i) : maxc;
+		maxc = side_count(R, i) > maxc ? side_count(R, i) : maxc;
 	if (!(tmp = vd_dtype_scratch(R->t, maxc, &mem)))
 		return MPI_ERR_NO_MEM;
 	for (int r = 0; r < N - 1 && !err; r++) {
@@ -468,55 +365,209 @@ static int alltoall_inplace(const struct a2a_side *R, struct vd_comm *c)
 
 		if (p >= n)
 			continue;
-		vd_dtype_copy(R->t, a2a_at(R, p), tmp, a2a_count(R, p));
-		err = vd_coll_sendrecv(tmp, a2a_count(R, p), R->dt, p, a2a_at(R, p),
-				       a2a_count(R, p), R->dt, p, c);
+		vd_dtype_copy(R->t, side_at(R, p), tmp, side_count(R, p));
+		err = vd_coll_sendrecv(tmp, side_count(R, p), R->dt, p, side_at(R, p),
+				       side_count(R, p), R->dt, p, c);
 	}
 	free(mem);
 	return err;
 }
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+static int alltoall(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		    struct vd_comm *c)
 {
-	static const char fn[] = "MPI_Alltoall";
-	struct a2a_side S = { sendbuf, NULL, NULL, sendcount, sendtype, NULL };
-	struct a2a_side R = { recvbuf, NULL, NULL, recvcount, recvtype, NULL };
+	(void)root;
+	return S->buf == MPI_IN_PLACE ? alltoall_inplace(R, c) : alltoall_pairwise(S, R, c);
+}
+
+/* ---- argument checks ------------------------------------------------------------------- */
+
+/* A vector side: counts, displacements, type, and a buffer wherever some
+ * count is not zero. */
+static int check_vec(struct vd_coll_side *s, int n)
+{
+	bool data = false;
+
+	if (!s->counts || !s->displs)
+		return MPI_ERR_ARG;
+	for (int i = 0; i < n; i++) {
+		if (s->counts[i] < 0)
+			return MPI_ERR_COUNT;
+		data = data || s->counts[i] > 0;
+	}
+	if (!(s->t = vd_dtype_comm(s->dt)))
+		return MPI_ERR_TYPE;
+	return !s->buf && data && s->t->size > 0 ? MPI_ERR_BUFFER : MPI_SUCCESS;
+}
+
+static int check_side(struct vd_coll_side *s, int n)
+{
+	return s->vec ? check_vec(s, n) : vd_coll_check_buf(s->buf, s->count, s->dt, &s->t);
+}
+
+/* Giving the same buffer twice is what MPI_IN_PLACE is for. */
+static bool aliased(const struct vd_coll_side *L, const struct vd_coll_side *V)
+{
+	return L->buf == V->buf && (V->vec || V->count > 0);
+}
+
+/* Gather(v) and Scatter(v): V, the root's pieces, is checked at the root
+ * only; L, every rank's own buffer, may be MPI_IN_PLACE at the root only. */
+static int rooted_args(struct vd_coll_side *V, struct vd_coll_side *L, int root,
+		       const struct vd_comm *c)
+{
+	int err;
+
+	if (root < 0 || root >= c->size)
+		return MPI_ERR_ROOT;
+	if (c->rank == root) {
+		if ((err = check_side(V, c->size)))
+			return err;
+		if (aliased(L, V))
+			return MPI_ERR_BUFFER;
+	} else if (L->buf == MPI_IN_PLACE) {
+		return MPI_ERR_BUFFER;
+	}
+	if (L->buf != MPI_IN_PLACE)
+		return vd_coll_check_buf(L->buf, L->count, L->dt, &L->t);
+	return MPI_SUCCESS;
+}
+
+static int gather_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+		       const struct vd_comm *c)
+{
+	return rooted_args(R, S, root, c);
+}
+
+static int scatter_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+			const struct vd_comm *c)
+{
+	return rooted_args(S, R, root, c);
+}
+
+/* Allgather(v) and Alltoall(v): the send side may be MPI_IN_PLACE. */
+static int all_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+		    const struct vd_comm *c)
+{
+	int err = check_side(R, c->size);
+
+	(void)root;
+	if (!err && S->buf != MPI_IN_PLACE)
+		err = check_side(S, c->size);
+	if (!err && aliased(S, R))
+		err = MPI_ERR_BUFFER;
+	return err;
+}
+
+/* ---- the API: one entry point per collective, one path for all ------------------------- */
+
+/* What tells the eight collectives apart: name, checks, algorithm. */
+struct move_coll {
+	const char *fn;
+	int (*check)(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+		     const struct vd_comm *c);
+	int (*run)(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		   struct vd_comm *c);
+};
+
+static int move_api(const struct move_coll *m, struct vd_coll_side S, struct vd_coll_side R,
+		    int root, MPI_Comm comm)
+{
 	struct vd_comm *c;
 	int err;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
+	VD_MPI_CHECK_RUNNING(m->fn);
+	if (!(c = vd_coll_comm(comm, m->fn, &err)))
 		return err;
-	if ((err = vd_coll_check_buf(recvbuf, recvcount, recvtype, &R.t)) ||
-	    (sendbuf != MPI_IN_PLACE &&
-	     (err = vd_coll_check_buf(sendbuf, sendcount, sendtype, &S.t))))
-		return vd_mpi_raise(comm, err, fn);
-	if (sendbuf == recvbuf && recvcount > 0)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	err = sendbuf == MPI_IN_PLACE ? alltoall_inplace(&R, c) : alltoall_pairwise(&S, &R, c);
-	return vd_mpi_raise(comm, err, fn);
+	if (!(err = m->check(&S, &R, root, c)))
+		err = m->run(&S, &R, root, c);
+	return vd_mpi_raise(comm, err, m->fn);
+}
+
+static struct vd_coll_side uniform(const void *buf, int count, MPI_Datatype dt)
+{
+	return (struct vd_coll_side){ .buf = buf, .count = count, .dt = dt };
+}
+
+static struct vd_coll_side vector(const void *buf, const int *counts, const int *displs,
+				  MPI_Datatype dt)
+{
+	return (struct vd_coll_side){ .buf = buf, .vec = true, .counts = counts,
+				      .displs = displs, .dt = dt };
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Gather", gather_args, gather_tree };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			uniform(recvbuf, recvcount, recvtype), root, comm);
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+		int root, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Gatherv", gather_args, gatherv_linear };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			vector(recvbuf, recvcounts, displs, recvtype), root, comm);
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Scatter", scatter_args, vd_coll_scatter };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			uniform(recvbuf, recvcount, recvtype), root, comm);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+		 MPI_Datatype sendtype, void *recvbuf, int recvcount,
+		 MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Scatterv", scatter_args, vd_coll_scatterv };
+
+	return move_api(&m, vector(sendbuf, sendcounts, displs, sendtype),
+			uniform(recvbuf, recvcount, recvtype), root, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Allgather", all_args, allgather };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			uniform(recvbuf, recvcount, recvtype), 0, comm);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+		   void *recvbuf, const int recvcounts[], const int displs[],
+		   MPI_Datatype recvtype, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Allgatherv", all_args, allgather };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			vector(recvbuf, recvcounts, displs, recvtype), 0, comm);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+	static const struct move_coll m = { "MPI_Alltoall", all_args, alltoall };
+
+	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
+			uniform(recvbuf, recvcount, recvtype), 0, comm);
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
 		  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-	static const char fn[] = "MPI_Alltoallv";
-	struct a2a_side S = { sendbuf, sendcounts, sdispls, 0, sendtype, NULL };
-	struct a2a_side R = { recvbuf, recvcounts, rdispls, 0, recvtype, NULL };
-	struct vd_comm *c;
-	int err;
+	static const struct move_coll m = { "MPI_Alltoallv", all_args, alltoall };
 
-	VD_MPI_CHECK_RUNNING(fn);
-	if (!(c = vd_coll_comm(comm, fn, &err)))
-		return err;
-	if ((err = check_vec(recvbuf, recvcounts, rdispls, recvtype, c->size, &R.t)) ||
-	    (sendbuf != MPI_IN_PLACE &&
-	     (err = check_vec(sendbuf, sendcounts, sdispls, sendtype, c->size, &S.t))))
-		return vd_mpi_raise(comm, err, fn);
-	if (sendbuf == recvbuf)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, fn);
-	err = sendbuf == MPI_IN_PLACE ? alltoall_inplace(&R, c) : alltoall_pairwise(&S, &R, c);
-	return vd_mpi_raise(comm, err, fn);
+	return move_api(&m, vector(sendbuf, sendcounts, sdispls, sendtype),
+			vector(recvbuf, recvcounts, rdispls, recvtype), 0, comm);
 }

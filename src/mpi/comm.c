@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_internal.h"
+#include "comm_arg.h"
 
 /* Declared in the report for mpi_internal.h. */
 
@@ -176,34 +176,35 @@ static int ctx_agree(MPI_Comm parent, uint32_t *ctx)
 	return ctx_take(max, ctx) ? MPI_ERR_INTERN : MPI_SUCCESS;
 }
 
+int vd_comm_arg(MPI_Comm comm, const void *out, const char *fn, struct vd_comm **c)
+{
+	*c = NULL;                      /* set on every path */
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(*c = vd_comm_get(comm)))
+		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
+	if (!out)
+		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
+	return MPI_SUCCESS;
+}
+
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
-	static const char fn[] = "MPI_Comm_size";
 	struct vd_comm *c;
+	int err = vd_comm_arg(comm, size, "MPI_Comm_size", &c);
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!size)
-		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
-	*size = c->size;
-	return MPI_SUCCESS;
+	if (!err)
+		*size = c->size;
+	return err;
 }
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
-	static const char fn[] = "MPI_Comm_rank";
 	struct vd_comm *c;
+	int err = vd_comm_arg(comm, rank, "MPI_Comm_rank", &c);
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!rank)
-		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
-	*rank = c->rank;
-	return MPI_SUCCESS;
+	if (!err)
+		*rank = c->rank;
+	return err;
 }
 
 /* The new communicator inherits the parent's error handler (MPI-3.1 8.3). */
@@ -214,12 +215,8 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	uint32_t ctx;
 	int rc;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!newcomm)
-		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
+	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
+		return rc;
 	rc = ctx_agree(comm, &ctx);
 	if (rc != MPI_SUCCESS)
 		return vd_mpi_raise(comm, rc, fn);
@@ -310,11 +307,9 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 	uint32_t ctx;
 	int rc;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!newcomm || (color < 0 && color != MPI_UNDEFINED))
+	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
+		return rc;
+	if (color < 0 && color != MPI_UNDEFINED)
 		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	/* MPI_UNDEFINED still takes part: the others wait for our entry,
 	 * and our next_ctx must move with theirs. */

@@ -451,24 +451,50 @@ static int type_raise(int code, const char *fn)
 	return vd_mpi_raise(MPI_COMM_WORLD, code, fn);
 }
 
+/* oldtype valid and newtype not NULL (the checks every constructor ends
+ * with). */
+static int check_old_new(MPI_Datatype oldtype, const MPI_Datatype *newtype,
+			 struct vd_dtype **old)
+{
+	if (!(*old = vd_dtype_get(oldtype)))
+		return MPI_ERR_TYPE;
+	return newtype ? MPI_SUCCESS : MPI_ERR_ARG;
+}
+
+/* A new type of count blocks of old: block i is lens[i] elements (all
+ * `len` when lens is NULL) at displs[i] elements (i * stride when displs
+ * is NULL). */
+static int build_blocks(const struct vd_dtype *old, int count, const int *lens, int len,
+			const int *displs, int stride, MPI_Datatype *newtype)
+{
+	struct builder B = { 0 };
+	int err = MPI_SUCCESS;
+
+	for (int i = 0; i < count && !err; i++) {
+		MPI_Aint start = displs ? (MPI_Aint)displs[i] : (MPI_Aint)i * stride, disp;
+
+		if (__builtin_mul_overflow(start, old->extent, &disp))
+			err = MPI_ERR_ARG;
+		else
+			err = bld_place(&B, old, disp, lens ? lens[i] : len);
+	}
+	if (!err)
+		return bld_finish(&B, old, newtype);
+	free(B.b);
+	return err;
+}
+
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_contiguous";
-	struct builder B = { 0 };
 	struct vd_dtype *old;
 	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (count < 0)
 		return type_raise(MPI_ERR_COUNT, fn);
-	if (!(old = vd_dtype_get(oldtype)))
-		return type_raise(MPI_ERR_TYPE, fn);
-	if (!newtype)
-		return type_raise(MPI_ERR_ARG, fn);
-	err = bld_place(&B, old, 0, count);
-	if (!err)
-		return type_raise(bld_finish(&B, old, newtype), fn);
-	free(B.b);
+	if (!(err = check_old_new(oldtype, newtype, &old)))
+		err = build_blocks(old, 1, NULL, count, NULL, 0, newtype);
 	return type_raise(err, fn);
 }
 
@@ -476,30 +502,16 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
 		    MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_vector";
-	struct builder B = { 0 };
 	struct vd_dtype *old;
-	int err = MPI_SUCCESS;
+	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (count < 0)
 		return type_raise(MPI_ERR_COUNT, fn);
 	if (blocklength < 0)
 		return type_raise(MPI_ERR_ARG, fn);
-	if (!(old = vd_dtype_get(oldtype)))
-		return type_raise(MPI_ERR_TYPE, fn);
-	if (!newtype)
-		return type_raise(MPI_ERR_ARG, fn);
-	for (int i = 0; i < count && !err; i++) {
-		MPI_Aint disp;
-
-		if (__builtin_mul_overflow((MPI_Aint)i * stride, old->extent, &disp))
-			err = MPI_ERR_ARG;
-		else
-			err = bld_place(&B, old, disp, blocklength);
-	}
-	if (!err)
-		return type_raise(bld_finish(&B, old, newtype), fn);
-	free(B.b);
+	if (!(err = check_old_new(oldtype, newtype, &old)))
+		err = build_blocks(old, count, NULL, blocklength, NULL, stride, newtype);
 	return type_raise(err, fn);
 }
 
@@ -507,9 +519,8 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
 		     MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_indexed";
-	struct builder B = { 0 };
 	struct vd_dtype *old;
-	int err = MPI_SUCCESS;
+	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (count < 0)
@@ -519,21 +530,8 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
 	for (int i = 0; i < count; i++)
 		if (blocklengths[i] < 0)
 			return type_raise(MPI_ERR_ARG, fn);
-	if (!(old = vd_dtype_get(oldtype)))
-		return type_raise(MPI_ERR_TYPE, fn);
-	if (!newtype)
-		return type_raise(MPI_ERR_ARG, fn);
-	for (int i = 0; i < count && !err; i++) {
-		MPI_Aint disp;
-
-		if (__builtin_mul_overflow((MPI_Aint)displacements[i], old->extent, &disp))
-			err = MPI_ERR_ARG;
-		else
-			err = bld_place(&B, old, disp, blocklengths[i]);
-	}
-	if (!err)
-		return type_raise(bld_finish(&B, old, newtype), fn);
-	free(B.b);
+	if (!(err = check_old_new(oldtype, newtype, &old)))
+		err = build_blocks(old, count, blocklengths, 0, displacements, 0, newtype);
 	return type_raise(err, fn);
 }
 

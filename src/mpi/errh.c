@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mpi_internal.h"
+#include "comm_arg.h"
 
 /* Declared here until mpi_internal.h has it (see the report). */
 
@@ -139,17 +139,12 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
-	static const char fn[] = "MPI_Comm_get_errhandler";
 	struct vd_comm *c;
+	int err = vd_comm_arg(comm, errhandler, "MPI_Comm_get_errhandler", &c);
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!errhandler)
-		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
-	*errhandler = c->errh;
-	return MPI_SUCCESS;
+	if (!err)
+		*errhandler = c->errh;
+	return err;
 }
 
 /* Callable at any time (MPI-3.1 8.7 lists it among the functions usable

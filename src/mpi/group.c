@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi_internal.h"
+#include "comm_arg.h"
 
 /* Called by vd_comm_finalize (comm.c); declared in the report for
  * mpi_internal.h. */
@@ -105,44 +105,43 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 	struct vd_comm *c;
 	int err;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	c = vd_comm_get(comm);
-	if (!c)
-		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!group)
-		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
+	if ((err = vd_comm_arg(comm, group, fn, &c)))
+		return err;
 	err = group_new(c->world, c->size, group);
 	if (err)
 		return vd_mpi_raise(comm, vd_mpi_errno(err), fn);
 	return MPI_SUCCESS;
 }
 
+/* As vd_comm_arg, for a group: MPI_ERR_OTHER, MPI_ERR_GROUP, MPI_ERR_ARG. */
+static int group_arg(MPI_Group group, const void *out, const char *fn, struct vd_group **g)
+{
+	*g = NULL;                      /* set on every path */
+	VD_MPI_CHECK_RUNNING(fn);
+	if (!(*g = vd_group_get(group)))
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_GROUP, fn);
+	if (!out)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
+	return MPI_SUCCESS;
+}
+
 int MPI_Group_size(MPI_Group group, int *size)
 {
-	static const char fn[] = "MPI_Group_size";
 	struct vd_group *g;
+	int err = group_arg(group, size, "MPI_Group_size", &g);
 
-	VD_MPI_CHECK_RUNNING(fn);
-	g = vd_group_get(group);
-	if (!g)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_GROUP, fn);
-	if (!size)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
-	*size = g->size;
-	return MPI_SUCCESS;
+	if (!err)
+		*size = g->size;
+	return err;
 }
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
-	static const char fn[] = "MPI_Group_rank";
 	struct vd_group *g;
+	int err = group_arg(group, rank, "MPI_Group_rank", &g);
 
-	VD_MPI_CHECK_RUNNING(fn);
-	g = vd_group_get(group);
-	if (!g)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_GROUP, fn);
-	if (!rank)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
+	if (err)
+		return err;
 	*rank = MPI_UNDEFINED;
 	for (int i = 0; i < g->size; i++) {
 		if (g->world[i] == vd_mpi.rank) {
@@ -182,12 +181,8 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 	struct vd_group *g;
 	int *world, code, err;
 
-	VD_MPI_CHECK_RUNNING(fn);
-	g = vd_group_get(group);
-	if (!g)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_GROUP, fn);
-	if (!newgroup)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
+	if ((err = group_arg(group, newgroup, fn, &g)))
+		return err;
 	code = check_incl_ranks(g, n, ranks);
 	if (code != MPI_SUCCESS)
 		return vd_mpi_raise(MPI_COMM_WORLD, code, fn);

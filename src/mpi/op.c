@@ -47,11 +47,19 @@ static int uops_cap;
 			y[i] = (expr);                                         \
 	}
 
+#define MINMAX_KERNELS(tn, T)                                                  \
+	KERNEL(max_##tn, T, x[i] > y[i] ? x[i] : y[i])                         \
+	KERNEL(min_##tn, T, x[i] < y[i] ? x[i] : y[i])
+
+/* Sum and product in T's own arithmetic (floating point, complex). */
+#define ARITH_KERNELS(tn, T)                                                   \
+	KERNEL(sum_##tn, T, x[i] + y[i])                                       \
+	KERNEL(prod_##tn, T, x[i] * y[i])
+
 /* Integer arithmetic wraps (through uintmax_t: signed overflow would be
  * undefined behaviour, and MPI programs do sum counters that wrap). */
 #define INT_KERNELS(tn, T)                                                     \
-	KERNEL(max_##tn, T, x[i] > y[i] ? x[i] : y[i])                         \
-	KERNEL(min_##tn, T, x[i] < y[i] ? x[i] : y[i])                         \
+	MINMAX_KERNELS(tn, T)                                                  \
 	KERNEL(sum_##tn, T, (T)((uintmax_t)x[i] + (uintmax_t)y[i]))            \
 	KERNEL(prod_##tn, T, (T)((uintmax_t)x[i] * (uintmax_t)y[i]))           \
 	KERNEL(land_##tn, T, (T)(x[i] && y[i]))                                \
@@ -61,38 +69,17 @@ static int uops_cap;
 	KERNEL(bor_##tn, T, (T)(x[i] | y[i]))                                  \
 	KERNEL(bxor_##tn, T, (T)(x[i] ^ y[i]))
 
-#define FLOAT_KERNELS(tn, T)                                                   \
-	KERNEL(max_##tn, T, x[i] > y[i] ? x[i] : y[i])                         \
-	KERNEL(min_##tn, T, x[i] < y[i] ? x[i] : y[i])                         \
-	KERNEL(sum_##tn, T, x[i] + y[i])                                       \
-	KERNEL(prod_##tn, T, x[i] * y[i])
-
-#define COMPLEX_KERNELS(tn, T)                                                 \
-	KERNEL(sum_##tn, T, x[i] + y[i])                                       \
-	KERNEL(prod_##tn, T, x[i] * y[i])
+#define FLOAT_KERNELS(tn, T) MINMAX_KERNELS(tn, T) ARITH_KERNELS(tn, T)
 
 /* MAXLOC/MINLOC: the better value wins; equal values keep the smaller
  * index (MPI-3.1 5.9.4), which makes the op commutative. */
-#define LOC_KERNELS(tn, S)                                                     \
-	static void maxloc_##tn(const void *in_, void *inout_, size_t n)       \
+#define LOC_KERNEL(name, S, better)                                            \
+	static void name(const void *in_, void *inout_, size_t n)              \
 	{                                                                      \
 		const S *x = in_;                                              \
 		S *y = inout_;                                                 \
 		for (size_t i = 0; i < n; i++) {                               \
-			if (x[i].v > y[i].v) {                                 \
-				y[i].v = x[i].v;                               \
-				y[i].i = x[i].i;                               \
-			} else if (x[i].v == y[i].v && x[i].i < y[i].i) {      \
-				y[i].i = x[i].i;                               \
-			}                                                      \
-		}                                                              \
-	}                                                                      \
-	static void minloc_##tn(const void *in_, void *inout_, size_t n)       \
-	{                                                                      \
-		const S *x = in_;                                              \
-		S *y = inout_;                                                 \
-		for (size_t i = 0; i < n; i++) {                               \
-			if (x[i].v < y[i].v) {                                 \
+			if (x[i].v better y[i].v) {                            \
 				y[i].v = x[i].v;                               \
 				y[i].i = x[i].i;                               \
 			} else if (x[i].v == y[i].v && x[i].i < y[i].i) {      \
@@ -100,6 +87,8 @@ static int uops_cap;
 			}                                                      \
 		}                                                              \
 	}
+
+#define LOC_KERNELS(tn, S) LOC_KERNEL(maxloc_##tn, S, >) LOC_KERNEL(minloc_##tn, S, <)
 
 INT_KERNELS(c, char)
 INT_KERNELS(i8, int8_t)
@@ -113,9 +102,9 @@ INT_KERNELS(u64, uint64_t)
 FLOAT_KERNELS(f, float)
 FLOAT_KERNELS(d, double)
 FLOAT_KERNELS(ld, long double)
-COMPLEX_KERNELS(cf, float _Complex)
-COMPLEX_KERNELS(cd, double _Complex)
-COMPLEX_KERNELS(cld, long double _Complex)
+ARITH_KERNELS(cf, float _Complex)
+ARITH_KERNELS(cd, double _Complex)
+ARITH_KERNELS(cld, long double _Complex)
 KERNEL(land_b, _Bool, x[i] && y[i])
 KERNEL(lor_b, _Bool, x[i] || y[i])
 KERNEL(lxor_b, _Bool, x[i] != y[i])
@@ -126,26 +115,39 @@ LOC_KERNELS(ii, struct vd_pair_ii)
 LOC_KERNELS(si, struct vd_pair_si)
 LOC_KERNELS(ldi, struct vd_pair_ldi)
 
-#define SET_INT(dt, tn)                                                        \
+/* The kernels of one class of ops for datatype dt. */
+#define SET_ARITH(dt, tn)                                                      \
 	do {                                                                   \
-		kernels[MPI_MAX][dt] = max_##tn;                               \
-		kernels[MPI_MIN][dt] = min_##tn;                               \
 		kernels[MPI_SUM][dt] = sum_##tn;                               \
 		kernels[MPI_PROD][dt] = prod_##tn;                             \
-		kernels[MPI_LAND][dt] = land_##tn;                             \
-		kernels[MPI_LOR][dt] = lor_##tn;                               \
-		kernels[MPI_LXOR][dt] = lxor_##tn;                             \
-		kernels[MPI_BAND][dt] = band_##tn;                             \
-		kernels[MPI_BOR][dt] = bor_##tn;                               \
-		kernels[MPI_BXOR][dt] = bxor_##tn;                             \
 	} while (0)
 
 #define SET_FLOAT(dt, tn)                                                      \
 	do {                                                                   \
 		kernels[MPI_MAX][dt] = max_##tn;                               \
 		kernels[MPI_MIN][dt] = min_##tn;                               \
-		kernels[MPI_SUM][dt] = sum_##tn;                               \
-		kernels[MPI_PROD][dt] = prod_##tn;                             \
+		SET_ARITH(dt, tn);                                             \
+	} while (0)
+
+#define SET_LOGICAL(dt, tn)                                                    \
+	do {                                                                   \
+		kernels[MPI_LAND][dt] = land_##tn;                             \
+		kernels[MPI_LOR][dt] = lor_##tn;                               \
+		kernels[MPI_LXOR][dt] = lxor_##tn;                             \
+	} while (0)
+
+#define SET_BITWISE(dt, tn)                                                    \
+	do {                                                                   \
+		kernels[MPI_BAND][dt] = band_##tn;                             \
+		kernels[MPI_BOR][dt] = bor_##tn;                               \
+		kernels[MPI_BXOR][dt] = bxor_##tn;                             \
+	} while (0)
+
+#define SET_INT(dt, tn)                                                        \
+	do {                                                                   \
+		SET_FLOAT(dt, tn);                                             \
+		SET_LOGICAL(dt, tn);                                           \
+		SET_BITWISE(dt, tn);                                           \
 	} while (0)
 
 #define SET_LOC(dt, tn)                                                        \
@@ -193,19 +195,11 @@ static void kernels_init(void)
 	SET_FLOAT(MPI_FLOAT, f);
 	SET_FLOAT(MPI_DOUBLE, d);
 	SET_FLOAT(MPI_LONG_DOUBLE, ld);
-	kernels[MPI_SUM][MPI_C_FLOAT_COMPLEX] = sum_cf;
-	kernels[MPI_PROD][MPI_C_FLOAT_COMPLEX] = prod_cf;
-	kernels[MPI_SUM][MPI_C_DOUBLE_COMPLEX] = sum_cd;
-	kernels[MPI_PROD][MPI_C_DOUBLE_COMPLEX] = prod_cd;
-	kernels[MPI_SUM][MPI_C_LONG_DOUBLE_COMPLEX] = sum_cld;
-	kernels[MPI_PROD][MPI_C_LONG_DOUBLE_COMPLEX] = prod_cld;
-	kernels[MPI_LAND][MPI_C_BOOL] = land_b;
-	kernels[MPI_LOR][MPI_C_BOOL] = lor_b;
-	kernels[MPI_LXOR][MPI_C_BOOL] = lxor_b;
-	/* byte: the bitwise ops only */
-	kernels[MPI_BAND][MPI_BYTE] = band_u8;
-	kernels[MPI_BOR][MPI_BYTE] = bor_u8;
-	kernels[MPI_BXOR][MPI_BYTE] = bxor_u8;
+	SET_ARITH(MPI_C_FLOAT_COMPLEX, cf);
+	SET_ARITH(MPI_C_DOUBLE_COMPLEX, cd);
+	SET_ARITH(MPI_C_LONG_DOUBLE_COMPLEX, cld);
+	SET_LOGICAL(MPI_C_BOOL, b);
+	SET_BITWISE(MPI_BYTE, u8);      /* byte: the bitwise ops only */
 	SET_LOC(MPI_FLOAT_INT, fi);
 	SET_LOC(MPI_DOUBLE_INT, di);
 	SET_LOC(MPI_LONG_INT, li);

@@ -62,11 +62,24 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 		   int root, struct vd_comm *c);
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		      struct vd_comm *c);
-/* rbuf may be MPI_IN_PLACE at root (its piece stays in sbuf). */
-int vd_coll_scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf,
-		    int rcount, MPI_Datatype rdt, int root, struct vd_comm *c);
-int vd_coll_scatterv(const void *sbuf, const int *scounts, const int *displs,
-		     MPI_Datatype sdt, void *rbuf, int rcount, MPI_Datatype rdt, int root,
+
+/* One side (send or receive) of a collective that moves pieces (rank i's
+ * piece: counts[i] elements at displs[i], or `count` at i * count).  t is
+ * set by the argument checks, wherever the side is used. */
+struct vd_coll_side {
+	const void *buf;
+	bool vec;                       /* per-rank counts[] and displs[] */
+	const int *counts, *displs;
+	int count;
+	MPI_Datatype dt;
+	struct vd_dtype *t;
+};
+/* S: the pieces, significant at root; R: this rank's own buffer, which
+ * may be MPI_IN_PLACE at root (its piece stays in S).  scatter: S uniform;
+ * scatterv: S a vector. */
+int vd_coll_scatter(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
+		    struct vd_comm *c);
+int vd_coll_scatterv(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c);
 
 #endif /* VIADUCT_MPI_TYPEOP_H */

@@ -151,6 +151,59 @@ static void test_group_args(void)
 	CHECK(g == MPI_GROUP_NULL, "Group_free did not reset the handle");
 }
 
+/* Argument checks that every rank makes alike (none may leave the others
+ * waiting in a collective), in the order the API functions check them. */
+static void test_shared_checks(void)
+{
+	int a[8] = { 0 }, b[8] = { 0 }, neg[64], n = mt_size, x;
+	MPI_Datatype t;
+	MPI_Comm c;
+	MPI_Group g;
+
+	mt_phase = "shared_checks";
+	for (int i = 0; i < 64; i++)
+		neg[i] = i == 0 ? -1 : 0;
+	EXPECT(MPI_ERR_ROOT, MPI_Gatherv(a, 1, MPI_INT, b, NULL, NULL, MPI_INT, n,
+					 MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_ROOT, MPI_Scatterv(a, NULL, NULL, MPI_INT, b, 1, MPI_INT, -1,
+					  MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_ARG, MPI_Allgatherv(a, 1, MPI_INT, b, NULL, neg, MPI_INT,
+					   MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_COUNT, MPI_Alltoallv(a, neg, neg, MPI_INT, b, neg, neg, MPI_INT,
+					    MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_TYPE, MPI_Alltoall(a, 1, MPI_INT, b, 1, MPI_DATATYPE_NULL,
+					  MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Allgather(a, 1, MPI_INT, a, 1, MPI_INT, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_ARG, MPI_Reduce_scatter(a, b, NULL, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_COUNT, MPI_Reduce_scatter(a, b, neg, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_COUNT, MPI_Reduce_scatter_block(a, b, -1, MPI_INT, MPI_SUM,
+						       MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Reduce_scatter_block(a, a, 1, MPI_INT, MPI_SUM,
+							MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_COUNT, MPI_Scan(a, b, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_OP, MPI_Exscan(a, b, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_ARG, MPI_Type_vector(2, -1, 2, MPI_INT, &t));
+	EXPECT(MPI_ERR_TYPE, MPI_Type_vector(2, 1, 2, MPI_DATATYPE_NULL, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Type_indexed(1, NULL, a, MPI_INT, &t));
+	EXPECT(MPI_ERR_ARG, MPI_Type_indexed(1, neg, a, MPI_INT, &t));
+	EXPECT(MPI_ERR_ARG, MPI_Type_contiguous(2, MPI_INT, NULL));
+	EXPECT(MPI_ERR_COMM, MPI_Comm_rank(MPI_COMM_NULL, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Comm_size(MPI_COMM_WORLD, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Comm_dup(MPI_COMM_WORLD, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Comm_split(MPI_COMM_WORLD, -5, 0, &c));
+	EXPECT(MPI_ERR_COMM, MPI_Comm_get_errhandler(MPI_COMM_NULL, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Comm_group(MPI_COMM_WORLD, NULL));
+	EXPECT(MPI_ERR_GROUP, MPI_Group_rank(MPI_GROUP_NULL, NULL));
+	MPI_OK(MPI_Comm_group(MPI_COMM_WORLD, &g));
+	EXPECT(MPI_ERR_ARG, MPI_Group_size(g, NULL));
+	EXPECT(MPI_ERR_ARG, MPI_Group_incl(g, 1, a, NULL));
+	MPI_OK(MPI_Group_free(&g));
+	/* Still in step: a collective of each family works. */
+	MPI_OK(MPI_Allgather(&mt_rank, 1, MPI_INT, neg, 1, MPI_INT, MPI_COMM_WORLD));
+	MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &x));
+	CHECK(x == n && neg[n - 1] == n - 1, "Allgather after errors: %d", neg[n - 1]);
+}
+
 /* Every error class has a non-empty string, and classes map to themselves. */
 static void test_strings(void)
 {
@@ -237,6 +290,7 @@ int main(int argc, char **argv)
 	test_comm_args();
 	test_coll_args();
 	test_group_args();
+	test_shared_checks();
 	test_strings();
 	test_handlers();
 	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
