@@ -60,7 +60,7 @@ extern size_t sizes[MAX_SIZES];
 extern int nr_sizes;
 
 /* ---- results kept for the targets section -------------------------------- */
-enum lat_case { LAT_PIO, LAT_DMA, LAT_AUTO, LAT_AUTO_WAIT, NR_LAT_CASES };
+enum lat_case { LAT_PIO, LAT_DMA, LAT_AUTO, LAT_AUTO_WAIT, LAT_RING, NR_LAT_CASES };
 #define NR_LAT_SIZES 3
 enum bw_case { BW_PIO, BW_DMA, BW_AUTO, BW_AUTO_FC, NR_BW_CASES };
 enum cq_case { CQ_POLL, CQ_WAIT, NR_CQ_CASES };

@@ -5,7 +5,8 @@
  * PIO (inline in the transfer queue), forced to DMA (process_vm_writev
  * into the receive buffer), or chosen by the provider (AUTO); completion
  * by polling VipRecvDone, and once more with blocking VipRecvWait (the
- * futex "tripwire").
+ * futex "tripwire"); and through the message ring extension
+ * (viaduct_ring_send / viaduct_ring_peek), which has no descriptors.
  *
  * Each run of VIPL round trips is preceded by a run of busy-poll round
  * trips between the same two processes on the same CPUs, and the ratio
@@ -29,6 +30,7 @@ struct lat_case_info {
 	const char *title;
 	enum viaduct_xfer_mode mode;
 	bool wait;              /* VipRecvWait instead of VipRecvDone */
+	bool ring;              /* message ring instead of descriptors */
 };
 
 static const struct lat_case_info cases[NR_LAT_CASES] = {
@@ -37,6 +39,7 @@ static const struct lat_case_info cases[NR_LAT_CASES] = {
 	[LAT_AUTO] = { "auto", "AUTO, VipRecvDone", VIADUCT_XFER_AUTO, false },
 	[LAT_AUTO_WAIT] = { "auto_wait", "AUTO, VipRecvWait", VIADUCT_XFER_AUTO,
 			    true },
+	[LAT_RING] = { "ring", "message ring, polling", VIADUCT_XFER_AUTO, false, true },
 };
 
 /* What the client hands back through sh->result, per message size. */
@@ -61,7 +64,7 @@ struct lat_side {
 	VIP_DESCRIPTOR *sd;
 	char *sbuf;
 	enum role role;
-	bool wait;
+	bool wait, ring;
 	struct viaduct_vi_stats server_delta[NR_LAT_SIZES];
 };
 
@@ -101,10 +104,28 @@ static void lat_teardown(struct lat_side *s)
 	ep_close(&s->e);
 }
 
+static int ring_recv(struct lat_side *s, size_t size)
+{
+	const void *m;
+	VIP_UINT32 len;
+	VIP_RETURN r;
+
+	while ((r = viaduct_ring_peek(s->vi, &m, &len)) == VIP_NOT_DONE)
+		if (should_stop())
+			return fail("no message in the ring");
+	if (r != VIP_SUCCESS)
+		return vip_fail("viaduct_ring_peek", r);
+	if (len != size)
+		return fail("ring message of %u bytes, expected %zu", (unsigned)len, size);
+	return viaduct_ring_release(s->vi) == VIP_SUCCESS ? 0 : -1;
+}
+
 static int lat_recv(struct lat_side *s, size_t size)
 {
 	VIP_DESCRIPTOR *d;
 
+	if (s->ring)
+		return ring_recv(s, size);
 	if ((s->wait ? recv_wait(s->vi, &d) : recv_poll(s->vi, &d)) != 0)
 		return -1;
 	if (d->CS.Length != size)
@@ -116,6 +137,10 @@ static int lat_recv(struct lat_side *s, size_t size)
 
 static int lat_send(struct lat_side *s, size_t size)
 {
+	if (s->ring) {
+		VIP_RETURN r = viaduct_ring_send(s->vi, s->sbuf, (VIP_UINT32)size, NULL, 0);
+		return r == VIP_SUCCESS ? 0 : vip_fail("viaduct_ring_send", r);
+	}
 	desc_fill(s->sd, size ? s->sbuf : NULL, s->a.mh, (uint32_t)size);
 	return post_send(s->vi, s->sd, s->a.mh);
 }
@@ -124,6 +149,8 @@ static int lat_reap(struct lat_side *s)
 {
 	VIP_DESCRIPTOR *d;
 
+	if (s->ring)
+		return 0;       /* nothing to reap */
 	return s->wait ? send_wait(s->vi, &d) : send_poll(s->vi, &d);
 }
 
@@ -193,6 +220,7 @@ static int lat_run(struct lat_side *s, const struct lat_job *j)
 	int rc = lat_setup(s, j);
 
 	s->wait = cases[j->c].wait;
+	s->ring = cases[j->c].ring;
 	for (int si = 0; rc == 0 && si < NR_LAT_SIZES; si++)
 		rc = lat_size(s, si, &seq);
 	lat_teardown(s);

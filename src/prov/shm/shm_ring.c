@@ -101,16 +101,13 @@ int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 	w = c->msg_write;
 	pad = (w & (c->msg_lines - 1)) + need > c->msg_lines ?
 	      c->msg_lines - (w & (c->msg_lines - 1)) : 0;
-	/* One more line: the one after the message is zeroed (see layout). */
-	if (!room(c, pad + need + 1))
+	if (!room(c, pad + need))
 		return -EAGAIN;
 	at = w + pad;
 	line = line_at(c->tx_msg, c->msg_lines, at);
 	memcpy(line + HDR_BYTES, hdr, hlen);
 	if (len)
 		memcpy(line + HDR_BYTES + hlen, data, len);
-	__atomic_store_n((uint64_t *)line_at(c->tx_msg, c->msg_lines, at + need), 0,
-			 __ATOMIC_RELAXED);
 	publish(line, (uint32_t)total, at);
 	if (pad)        /* after the message: the reader jumps straight to it */
 		publish(line_at(c->tx_msg, c->msg_lines, w), VD_RING_WRAP, w);
@@ -168,14 +165,26 @@ int vd_shm_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
 	return malformed(c);
 }
 
+/* The message's payload lines will be header lines of a later lap:
+ * clear their first word, so the bytes left there can never pass for a
+ * header (see the layout).  A one-line message has none. */
+static void clear_payload_lines(struct vd_shm_conn *c, uint32_t first, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++)
+		__atomic_store_n((uint64_t *)line_at(c->rx_msg, c->msg_lines, first + i), 0,
+				 __ATOMIC_RELAXED);
+}
+
 int vd_shm_ring_release(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
-	uint32_t next;
+	uint32_t first, next;
 
 	if (!c || !c->msg_peeked)
 		return -EINVAL;
-	next = atomic_load_explicit(&c->msg_next, memory_order_relaxed) + c->msg_peeked;
+	first = atomic_load_explicit(&c->msg_next, memory_order_relaxed);
+	clear_payload_lines(c, first, c->msg_peeked);
+	next = first + c->msg_peeked;
 	c->msg_peeked = 0;
 	atomic_store_explicit(&c->msg_next, next, memory_order_relaxed);
 	vi->stats.recvs++;
