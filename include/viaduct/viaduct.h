@@ -47,7 +47,14 @@ extern "C" {
  * the receiving VI.  Every descriptor but the last of a message completes
  * with VIADUCT_STATUS_MORE set; Length is the bytes placed in that one. */
 #define VIADUCT_VI_SPLIT_RECV 0x2u
-#define VIADUCT_VI_FLAGS_ALL (VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_SPLIT_RECV)
+/* Single-threaded rings (like io_uring's SINGLE_ISSUER): the caller
+ * promises that the VI's ring calls (viaduct_ring_*) run in one thread at
+ * a time and never alongside another call on the same VI; they then take
+ * no locks -- a locked instruction less per poll, send and release.  An
+ * MPI library at MPI_THREAD_SERIALIZED is the intended user. */
+#define VIADUCT_VI_RING_SOLO 0x4u
+#define VIADUCT_VI_FLAGS_ALL (VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_SPLIT_RECV | \
+			      VIADUCT_VI_RING_SOLO)
 
 /* In a receive descriptor's Status: the message continues in the next
  * receive descriptor (a bit VIA reserves, so standard clients never see it
@@ -108,8 +115,9 @@ VIP_RETURN viaduct_vi_get_stats(VIP_VI_HANDLE vi, struct viaduct_vi_stats *stats
  * ring messages and descriptor traffic.  A full ring is VIP_NOT_DONE
  * (nothing written: try again after the peer reads); the library never
  * waits for the peer.  Counted in viaduct_vi_stats sends / recvs.  The
- * calls take the VI's queue locks, so threads may share a VI; a message
- * returned by peek stays valid until release, disconnect or destroy. */
+ * calls take the VI's queue locks, so threads may share a VI (unless it
+ * has VIADUCT_VI_RING_SOLO); a message returned by peek stays valid until
+ * release, disconnect or destroy. */
 #define VIADUCT_RING_MAX_MSG 32760u     /* hdr_len + data_len, at most */
 
 /* The message is hdr followed by data (either may be empty).  VIP_SUCCESS;

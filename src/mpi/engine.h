@@ -140,6 +140,10 @@ void vd_proto_read_done(struct vd_req *r, int err);
 void vd_proto_write_done(struct vd_req *r, int err);
 /* Start a send (p2p.c calls it). */
 int vd_proto_send(struct vd_req *r);
+/* Send a contiguous message eagerly, at once, without a request: 0,
+ * -EAGAIN (not an eager size: use a request), or -errno. */
+int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *data,
+		       size_t bytes);
 /* A posted receive met a message (unexpected or arriving). */
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
 

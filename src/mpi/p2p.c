@@ -235,11 +235,39 @@ static int isend_api(const void *buf, int count, MPI_Datatype dt, int dest, int 
 	return vd_mpi_raise(comm, e, fn);
 }
 
+/* A standard send of a contiguous eager message to another rank: no
+ * request, no wait.  -1 when it does not apply (including every error,
+ * which the general path then reports). */
+static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+		     MPI_Comm comm, const char *fn)
+{
+	struct vd_comm *c = vd_comm_get(comm);
+	const struct vd_dtype *t;
+	int peer, err;
+
+	if (__atomic_load_n(&vd_mpi.phase, __ATOMIC_RELAXED) != VD_MPI_RUNNING ||
+	    check_send(c, buf, count, dt, dest, tag) || dest == MPI_PROC_NULL)
+		return -1;
+	t = vd_dtype_get(dt);
+	peer = c->world[dest];
+	if (!t->contig || peer == vd_mpi.rank)
+		return -1;
+	err = vd_proto_eager_now(peer, c->ctx, c->rank, tag, buf,
+				 (size_t)count * (size_t)t->size);
+	if (err == -EAGAIN)
+		return -1;
+	return vd_mpi_raise(comm, err ? vd_mpi_errno(err) : MPI_SUCCESS, fn);
+}
+
 static int send_api(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		    MPI_Comm comm, enum vd_send_mode mode, const char *fn)
 {
 	MPI_Request req;
-	int e = isend_api(buf, count, dt, dest, tag, comm, mode, &req, fn);
+	int e = mode == VD_SEND_STD ? send_fast(buf, count, dt, dest, tag, comm, fn) : -1;
+
+	if (e >= 0)
+		return e;
+	e = isend_api(buf, count, dt, dest, tag, comm, mode, &req, fn);
 
 	if (e)
 		return e;

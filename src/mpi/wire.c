@@ -182,7 +182,9 @@ static VIP_NET_ADDRESS *make_addr(uint8_t *room, const uint8_t host[6], int from
 static int vi_create(struct peer *p, int rank)
 {
 	VIP_VI_ATTRIBUTES va = { 0 };
-	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL, VIADUCT_XFER_AUTO };
+	/* SOLO: the MPI layer makes every call from one thread at a time. */
+	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_RING_SOLO,
+				      VIADUCT_XFER_AUTO };
 
 	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
 	va.MaxTransferSize = 1u << 30;

@@ -9,10 +9,31 @@
 
 #include "vipl/vipl_internal.h"
 
+/* VIADUCT_VI_RING_SOLO: the caller serialises, so no lock (the flag is
+ * read once per call; changing it while a ring call runs is the caller's
+ * own race, as the flag's contract says). */
+static bool solo(const struct vd_vi *vi)
+{
+	return atomic_load_explicit(&vi->ext_flags, memory_order_relaxed) & VIADUCT_VI_RING_SOLO;
+}
+
+static void q_lock(struct vd_wq *q, bool skip)
+{
+	if (!skip)
+		vd_lock(&q->lock);
+}
+
+static void q_unlock(struct vd_wq *q, bool skip)
+{
+	if (!skip)
+		vd_unlock(&q->lock);
+}
+
 VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vh, const void *hdr, VIP_UINT32 hdr_len,
 			     const void *data, VIP_UINT32 data_len)
 {
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	bool unlocked;
 	int err;
 
 	if (!vi || (hdr_len && !hdr) || (data_len && !data) ||
@@ -20,10 +41,11 @@ VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vh, const void *hdr, VIP_UINT32 hdr_l
 		return VIP_INVALID_PARAMETER;
 	if (!vi->nic->ops->ring_send)
 		return VIP_ERROR_NOT_SUPPORTED;
-	vd_lock(&vi->sq.lock);
+	unlocked = solo(vi);
+	q_lock(&vi->sq, unlocked);
 	err = atomic_load_explicit(&vi->state, memory_order_relaxed) == VIP_STATE_CONNECTED ?
 	      vi->nic->ops->ring_send(vi, hdr, hdr_len, data, data_len) : -ENOTCONN;
-	vd_unlock(&vi->sq.lock);
+	q_unlock(&vi->sq, unlocked);
 	return vd_ret(err);
 }
 
@@ -33,17 +55,19 @@ VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len
 {
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
 	uint32_t n = 0;
+	bool unlocked;
 	int err;
 
 	if (!vi || !msg || !len)
 		return VIP_INVALID_PARAMETER;
 	if (!vi->nic->ops->ring_peek)
 		return VIP_ERROR_NOT_SUPPORTED;
-	vd_lock(&vi->rq.lock);
+	unlocked = solo(vi);
+	q_lock(&vi->rq, unlocked);
 	err = vi->nic->ops->ring_peek(vi, msg, &n);
 	if (err == -EAGAIN && atomic_load(&vi->state) != VIP_STATE_CONNECTED)
 		err = -ENOTCONN;
-	vd_unlock(&vi->rq.lock);
+	q_unlock(&vi->rq, unlocked);
 	*len = n;
 	return vd_ret(err);
 }
@@ -51,14 +75,16 @@ VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len
 VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vh)
 {
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	bool unlocked;
 	int err;
 
 	if (!vi)
 		return VIP_INVALID_PARAMETER;
 	if (!vi->nic->ops->ring_release)
 		return VIP_ERROR_NOT_SUPPORTED;
-	vd_lock(&vi->rq.lock);
+	unlocked = solo(vi);
+	q_lock(&vi->rq, unlocked);
 	err = vi->nic->ops->ring_release(vi);
-	vd_unlock(&vi->rq.lock);
+	q_unlock(&vi->rq, unlocked);
 	return err == -EINVAL ? VIP_INVALID_STATE : vd_ret(err);
 }
