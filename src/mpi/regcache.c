@@ -13,11 +13,13 @@
  * unmaps; lmm's cache does that through userfaultfd.)
  *
  * Bounded by entries and bytes (VIADUCT_MPI_REGCACHE_BYTES, default
- * 64 MiB or a quarter of RLIMIT_MEMLOCK); unused entries are evicted least
+ * 64 MiB or a quarter of RLIMIT_MEMLOCK, unless CAP_IPC_LOCK lifts it); unused entries are evicted least
  * recently used first, and all of them when a registration fails for
  * lack of lockable memory.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -37,6 +39,22 @@ static int ncache;
 static uint64_t tick;
 static size_t bytes, budget;
 
+/* CAP_IPC_LOCK (bit 14 of CapEff): mlock ignores RLIMIT_MEMLOCK. */
+static bool may_lock_unlimited(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	unsigned long long caps = 0;
+	char line[128];
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &caps) == 1;
+	fclose(f);
+	return found && (caps >> 14 & 1);
+}
+
 static size_t default_budget(void)
 {
 	const char *e = getenv("VIADUCT_MPI_REGCACHE_BYTES");
@@ -46,7 +64,7 @@ static size_t default_budget(void)
 	if (e && *e)
 		return (size_t)strtoull(e, NULL, 0);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / 4 < b)
+	    rl.rlim_cur / 4 < b && !may_lock_unlimited())
 		b = rl.rlim_cur / 4;
 	return b;
 }
