@@ -62,6 +62,8 @@ struct vd_shm_conn {
 	uint32_t peer_rcq_cap;              /* validated copy of the ring's */
 	/* Message ring indices, absolute lines (shm_ring.c). */
 	uint32_t msg_write;                 /* sq lock: next free line */
+	uint64_t *msg_dirty;                /* sq lock: bit per tx line whose
+	                                     * first word holds payload bytes */
 	uint32_t msg_read_lazy;             /* sq lock: receiver's msg_read */
 	_Atomic uint32_t msg_next;          /* rq lock: next header line (read
 	                                     * unlocked by cq_rings_ready) */
@@ -179,6 +181,8 @@ void vd_shm_break_after(struct vd_vi *vi, struct vd_shm_conn *c, enum vd_shm_not
  * 0, -EAGAIN (ring full / empty), -EMSGSIZE, -ENOTCONN, -EPROTO (the peer
  * wrote a malformed entry: the connection is failed), -EINVAL (release
  * without a peeked message). */
+/* The sender's per-line bookkeeping for its ring (attach / free). */
+int vd_shm_ring_init(struct vd_shm_conn *c);
 int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 		     const void *data, uint32_t len);
 int vd_shm_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len);

@@ -215,7 +215,12 @@ int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx)
 	c->depth = hdr.depth;
 	c->pio_bytes = hdr.pio_bytes;
 	c->msg_lines = hdr.msg_bytes / VD_CACHELINE;
-	return 0;
+	err = vd_shm_ring_init(c);
+	if (err) {
+		munmap(base, size);
+		c->region = NULL;
+	}
+	return err;
 }
 
 /* ---- the peer's TPT and receive CQ ------------------------------------------------ */
@@ -322,6 +327,7 @@ void vd_shm_conn_free(struct vd_shm_conn *c)
 	if (!c)
 		return;
 	vd_shm_ring_unlink(c);          /* before its memory goes */
+	free(c->msg_dirty);
 	if (c->region)
 		munmap(c->region, c->region_len);
 	if (c->peer_tpt)

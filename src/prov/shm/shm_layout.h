@@ -50,10 +50,10 @@
  * payload follows it, contiguous, and never wraps (a VD_RING_WRAP header
  * sends the reader back to offset 0).  `pos` is the absolute line index
  * of the header + 1, so a header left over from an earlier lap never
- * matches; and the reader zeroes the first word of every payload line of
- * a message before it releases the lines, so stale payload bytes are
- * never taken for a header either (a one-line message has no payload
- * line: nothing to clear).  The 64-bit word is stored last, with release. */
+ * matches; and before publishing a message the writer zeroes the line
+ * after it if that line's first word last held payload bytes, so stale
+ * payload is never taken for a header either.  The 64-bit word is stored
+ * last, with release. */
 #define VD_RING_WRAP 0xffffffffu
 struct vd_ring_hdr {
 	uint32_t len;                   /* payload bytes, or VD_RING_WRAP */

@@ -7,6 +7,12 @@
  * no descriptor, cookie or completion.  The layout is in shm_layout.h
  * (struct vd_ring_hdr).
  *
+ * Stale bytes never pass for a header: a header left from an earlier lap
+ * carries another line index, and a line whose first word last held
+ * payload bytes ("dirty", tracked by the sender) is zeroed by the sender
+ * before the message in front of it is published -- which costs nothing
+ * when messages repeat one size, as they mostly do.
+ *
  * The sender's queue lock serialises writers, the receiver's queue lock
  * readers; the only shared indices are the headers themselves and the
  * receiver's msg_read, which the sender reads lazily when the ring looks
@@ -14,6 +20,7 @@
  * there (viaduct_cq_wait_any).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "prov/shm/shm.h"
@@ -56,6 +63,41 @@ static struct vd_ring_hdr hdr_load(const uint8_t *line)
 
 /* ---- sending ------------------------------------------------------------------ */
 
+int vd_shm_ring_init(struct vd_shm_conn *c)
+{
+	c->msg_dirty = calloc((c->msg_lines + 63) / 64, sizeof(uint64_t));
+	return c->msg_dirty ? 0 : -ENOMEM;
+}
+
+static bool dirty(const struct vd_shm_conn *c, uint32_t abs)
+{
+	uint32_t i = abs & (c->msg_lines - 1);
+
+	return c->msg_dirty[i / 64] >> (i % 64) & 1;
+}
+
+static void set_dirty(struct vd_shm_conn *c, uint32_t abs, bool d)
+{
+	uint32_t i = abs & (c->msg_lines - 1);
+	uint64_t bit = 1ull << (i % 64);
+
+	c->msg_dirty[i / 64] = d ? c->msg_dirty[i / 64] | bit : c->msg_dirty[i / 64] & ~bit;
+}
+
+/* The message takes [at, at + need): its first line holds a header, the
+ * others payload; the line after it is where the reader looks next. */
+static void mark_lines(struct vd_shm_conn *c, uint32_t at, uint32_t need, bool clean_next)
+{
+	set_dirty(c, at, false);
+	for (uint32_t i = 1; i < need; i++)
+		set_dirty(c, at + i, true);
+	if (clean_next) {
+		__atomic_store_n((uint64_t *)line_at(c->tx_msg, c->msg_lines, at + need), 0,
+				 __ATOMIC_RELAXED);
+		set_dirty(c, at + need, false);
+	}
+}
+
 /* Lines [msg_write, msg_write + n) are free to write. */
 static bool room(struct vd_shm_conn *c, uint32_t n)
 {
@@ -92,6 +134,7 @@ int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 	struct vd_shm_conn *c = vi->conn;
 	uint64_t total = (uint64_t)hlen + len;
 	uint32_t need = lines_for(total), w, pad, at;
+	bool clean_next;
 	uint8_t *line;
 
 	if (!c || atomic_load_explicit(&c->broken, memory_order_relaxed))
@@ -101,16 +144,20 @@ int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 	w = c->msg_write;
 	pad = (w & (c->msg_lines - 1)) + need > c->msg_lines ?
 	      c->msg_lines - (w & (c->msg_lines - 1)) : 0;
-	if (!room(c, pad + need))
-		return -EAGAIN;
 	at = w + pad;
+	clean_next = dirty(c, at + need);
+	if (!room(c, pad + need + clean_next))
+		return -EAGAIN;
 	line = line_at(c->tx_msg, c->msg_lines, at);
 	memcpy(line + HDR_BYTES, hdr, hlen);
 	if (len)
 		memcpy(line + HDR_BYTES + hlen, data, len);
+	mark_lines(c, at, need, clean_next);
 	publish(line, (uint32_t)total, at);
-	if (pad)        /* after the message: the reader jumps straight to it */
+	if (pad) {      /* after the message: the reader jumps straight to it */
+		set_dirty(c, w, false);
 		publish(line_at(c->tx_msg, c->msg_lines, w), VD_RING_WRAP, w);
+	}
 	c->msg_write = at + need;
 	vi->stats.sends++;
 	vi->stats.send_bytes += total;
@@ -165,26 +212,14 @@ int vd_shm_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
 	return malformed(c);
 }
 
-/* The message's payload lines will be header lines of a later lap:
- * clear their first word, so the bytes left there can never pass for a
- * header (see the layout).  A one-line message has none. */
-static void clear_payload_lines(struct vd_shm_conn *c, uint32_t first, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++)
-		__atomic_store_n((uint64_t *)line_at(c->rx_msg, c->msg_lines, first + i), 0,
-				 __ATOMIC_RELAXED);
-}
-
 int vd_shm_ring_release(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
-	uint32_t first, next;
+	uint32_t next;
 
 	if (!c || !c->msg_peeked)
 		return -EINVAL;
-	first = atomic_load_explicit(&c->msg_next, memory_order_relaxed);
-	clear_payload_lines(c, first, c->msg_peeked);
-	next = first + c->msg_peeked;
+	next = atomic_load_explicit(&c->msg_next, memory_order_relaxed) + c->msg_peeked;
 	c->msg_peeked = 0;
 	atomic_store_explicit(&c->msg_next, next, memory_order_relaxed);
 	vi->stats.recvs++;
