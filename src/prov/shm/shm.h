@@ -140,6 +140,9 @@ int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 /* Append an event to a ring (ours or a peer's); -ENOSPC when full. */
 int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev);
+/* Ring the ring's bell if its consumer sleeps (call after a seq_cst
+ * publication).  True if it rang. */
+bool vd_cq_ring_wake(struct vd_cq_ring *r);
 
 /* Moving one message or RDMA (shm_rdma.c); sq lock held.  Fill iovecs for
  * the local data segments [first, SegCount) of a descriptor. */

@@ -84,6 +84,17 @@ static void ring_the_bell(struct vd_cq_ring *r)
 	vd_futex_wake(&r->b.bell);
 }
 
+/* After publishing (an event or a ring message) with a seq_cst operation:
+ * the seq_cst load pairs with vd_shm_cq_sleep()'s arming, so either we
+ * see its count and ring, or it sees what we published.  True if rung. */
+bool vd_cq_ring_wake(struct vd_cq_ring *r)
+{
+	if (!atomic_load(&r->c.waiting))
+		return false;
+	ring_the_bell(r);
+	return true;
+}
+
 /* Called with cq->lock held, no VI bound any more (so no ring is
  * listed).  Sleepers are woken (the word changes, so none can miss it)
  * and waited for before the ring is unmapped. */
@@ -125,10 +136,10 @@ int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev)
 	/* Release pairs with vd_shm_cq_pop()'s acquire: the event first. */
 	atomic_store_explicit(&r->p.write, w + 1, memory_order_release);
 	pthread_mutex_unlock(&r->m.lock);
-	/* Pairs with the consumer's seq_cst arming in vd_shm_cq_sleep(). */
+	/* The unlock is only a release: the fence orders our publication
+	 * before vd_cq_ring_wake()'s load of the waiter count. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&r->c.waiting, memory_order_relaxed))
-		ring_the_bell(r);
+	vd_cq_ring_wake(r);
 	return 0;
 }
 

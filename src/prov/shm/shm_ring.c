@@ -14,7 +14,7 @@
  * when messages repeat one size, as they mostly do.
  *
  * The sender's queue lock serialises writers, the receiver's queue lock
- * readers; the only shared indices are the headers themselves and the
+ * readers (or the caller does, with VIADUCT_VI_RING_SOLO); the only shared indices are the headers themselves and the
  * receiver's msg_read, which the sender reads lazily when the ring looks
  * full.  A sender rings the receiver's CQ bell only when a thread sleeps
  * there (viaduct_cq_wait_any).
@@ -103,30 +103,21 @@ static bool room(struct vd_shm_conn *c, uint32_t n)
 {
 	if (c->msg_write + n - c->msg_read_lazy <= c->msg_lines)
 		return true;
-	/* Acquire pairs with release_lines()'s release: the receiver is done
-	 * reading them. */
+	/* Acquire pairs with vd_shm_ring_release()'s release: the receiver is
+	 * done reading them. */
 	c->msg_read_lazy = atomic_load_explicit(&c->tx->r2.msg_read, memory_order_acquire);
 	return c->msg_write + n - c->msg_read_lazy <= c->msg_lines;
 }
 
 /* Header last.  The seq_cst exchange is the release for the payload and
- * also orders ring_bell()'s load of the receiver's waiter count after it
- * (Dekker with vd_shm_cq_sleep's seq_cst increment and ready check). */
+ * also orders vd_cq_ring_wake()'s load of the receiver's waiter count
+ * after it (Dekker with vd_shm_cq_sleep's seq_cst increment and ready
+ * check). */
 static void publish(uint8_t *line, uint32_t len, uint32_t abs)
 {
 	__atomic_exchange_n((uint64_t *)line, hdr_word(len, abs + 1), __ATOMIC_SEQ_CST);
 }
 
-static void ring_bell(struct vd_vi *vi, struct vd_shm_conn *c)
-{
-	struct vd_cq_ring *q = c->peer_rcq;
-
-	if (q && atomic_load(&q->c.waiting)) {
-		atomic_fetch_add(&q->b.bell, 1);
-		vd_futex_wake(&q->b.bell);
-		vi->stats.wakes_sent++;
-	}
-}
 
 int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 		     const void *data, uint32_t len)
@@ -161,7 +152,8 @@ int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 	c->msg_write = at + need;
 	vi->stats.sends++;
 	vi->stats.send_bytes += total;
-	ring_bell(vi, c);
+	if (c->peer_rcq && vd_cq_ring_wake(c->peer_rcq))
+		vi->stats.wakes_sent++;
 	return 0;
 }
 
