@@ -149,13 +149,20 @@ static void release_mh(struct vd_req *r)
 	}
 }
 
+/* One part of r's transfer ended (err: it failed).  True when it was the
+ * last: a split transfer has two (`parts`), any other one. */
+static bool last_part(struct vd_req *r, int err)
+{
+	if (err)
+		r->err = MPI_ERR_OTHER;
+	return !(r->parts > 0 && --r->parts > 0);
+}
+
 /* A split transfer's send ends with both its write and the receiver's
  * DONE (the receiver has finished reading the other half). */
 static void send_part_done(struct vd_req *r, int err)
 {
-	if (err)
-		r->err = MPI_ERR_OTHER;
-	if (r->parts > 0 && --r->parts > 0)
+	if (!last_part(r, err))
 		return;
 	release_mh(r);
 	vd_req_complete(r, r->err);
@@ -286,9 +293,7 @@ static void recv_part_done(struct vd_req *r, int err)
 	struct vd_msg done = { .version = VD_MSG_VERSION, .type = VD_MSG_DONE,
 			       .sreq = r->hdr.sreq };
 
-	if (err)
-		r->err = MPI_ERR_OTHER;
-	if (r->parts > 0 && --r->parts > 0)
+	if (!last_part(r, err))
 		return;
 	vd_wire_send(r->peer, &done, NULL, 0);
 	recv_finish(r, r->err == MPI_ERR_OTHER ? -EIO : 0);
