@@ -24,7 +24,7 @@
 #define DESC_BYTES 64           /* control segment + two segments */
 #define RBUF_BYTES 64           /* a receive's buffer (immediates only) */
 
-enum slot_action { SLOT_PLAIN = 0, SLOT_READ, SLOT_WRITE };
+enum slot_action { SLOT_IDLE = 0, SLOT_READ, SLOT_WRITE };   /* slots carry RDMA only */
 
 struct slot {
 	VIP_DESCRIPTOR *d;
@@ -364,7 +364,7 @@ static void reap(struct peer *p)
 		struct vd_req *r = s->req;
 		enum slot_action a = s->action;
 		s->req = NULL;
-		s->action = SLOT_PLAIN;
+		s->action = SLOT_IDLE;
 		p->s_reap++;
 		slot_done(r, a, d->CS.Status);
 	}
