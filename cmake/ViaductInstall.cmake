@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 #
 # What `cmake --install` (and `make install PREFIX=...`) puts in place:
-#   bin/vdinfo                      (tools/CMakeLists.txt)
-#   include/viaduct/*.h             every public header under include/
-#   lib/libviaduct.so*, libviaduct.a
-#   lib/pkgconfig/viaduct.pc
-#   lib/cmake/viaduct/              find_package(viaduct) -> viaduct::viaduct
+#   bin/vdinfo, vdrun, vdcc, vdcxx  (tools/CMakeLists.txt)
+#   include/vipl.h, include/viaduct/*.h
+#   include/viaduct-mpi/mpi.h       (src/mpi/CMakeLists.txt)
+#   lib/libviaduct.so*, libviaduct.a, libvipl.so, libvipl.a
+#   lib/libviaduct_mpi.so*, libviaduct_mpi.a
+#   lib/pkgconfig/viaduct.pc, viaduct-mpi.pc
+#   lib/cmake/viaduct/              find_package(viaduct) -> viaduct::viaduct,
+#                                   viaduct::viaduct_mpi
+#   share/man/man1, man3            (man/)
 #
 # Everything is relocatable: the prefix may be chosen at install time
 # (cmake --install --prefix), so nothing may bake in the configure-time
@@ -20,7 +24,7 @@ install(TARGETS viaduct viaduct_static EXPORT viaduct-targets
 	RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/"
 	DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-	FILES_MATCHING PATTERN "*.h")
+	FILES_MATCHING PATTERN "*.h" PATTERN "mpi.h" EXCLUDE)
 
 # CMake package: viaduct::viaduct (shared), viaduct::viaduct_static.
 install(EXPORT viaduct-targets NAMESPACE viaduct::
@@ -43,7 +47,15 @@ install(CODE "
 	set(VIADUCT_PC_OUT \"${PROJECT_BINARY_DIR}/viaduct.pc\")
 	set(VIADUCT_PC_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
 	set(VIADUCT_PC_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+	set(VIADUCT_PC_MPI_INCLUDEDIR \"${VIADUCT_MPI_INCLUDEDIR}\")
 	set(VIADUCT_PC_VERSION \"${PROJECT_VERSION}\")
 	set(VIADUCT_PC_DESCRIPTION \"${PROJECT_DESCRIPTION}\")
 ")
 install(SCRIPT "${CMAKE_CURRENT_LIST_DIR}/ViaductPkgConfig.cmake")
+if(TARGET viaduct_mpi)
+	install(CODE "
+		set(VIADUCT_PC_IN \"${CMAKE_CURRENT_LIST_DIR}/viaduct-mpi.pc.in\")
+		set(VIADUCT_PC_OUT \"${PROJECT_BINARY_DIR}/viaduct-mpi.pc\")
+	")
+	install(SCRIPT "${CMAKE_CURRENT_LIST_DIR}/ViaductPkgConfig.cmake")
+endif()

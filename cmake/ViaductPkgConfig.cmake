@@ -4,7 +4,7 @@
 # the VIADUCT_PC_* variables: writes viaduct.pc for the prefix being
 # installed to.  DESTDIR is added by file(INSTALL), never to the contents.
 set(prefix "${CMAKE_INSTALL_PREFIX}")
-foreach(kind LIBDIR INCLUDEDIR)
+foreach(kind LIBDIR INCLUDEDIR MPI_INCLUDEDIR)
 	if(IS_ABSOLUTE "${VIADUCT_PC_${kind}}")
 		set(_dir "${VIADUCT_PC_${kind}}")
 	else()

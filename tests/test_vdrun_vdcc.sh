@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# vdcc, the compiler wrapper: -show prints the command (headers, libraries,
-# rpath), -c compiles without link flags, CC overrides the compiler, other
-# arguments pass through.  When libviaduct_mpi is built: a program built
+# vdcc and vdcxx, the compiler wrappers: -show prints the command (headers,
+# libraries, rpath), the -showme:* / -compile-info / -link-info forms print
+# parts of it, -c compiles without link flags, VIADUCT_CC overrides the
+# compiler and CC=vdcc (./configure CC=vdcc) neither recurses nor is obeyed,
+# other arguments pass through.  When libviaduct_mpi is built: a program built
 # with vdcc runs without LD_LIBRARY_PATH, alone and under vdrun, and the
 # installed vdcc still works after its install prefix moved.
 #
@@ -12,6 +14,7 @@ set -u
 
 B=${1:-${VIADUCT_BUILD:-}}
 VDCC=$B/tools/vdcc
+VDCXX=$B/tools/vdcxx
 VDRUN=$B/tools/vdrun
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 fails=0
@@ -46,8 +49,43 @@ show_c=$("$VDCC" -show -c prog.c)
 has "-show -c" "$show_c" "-c prog.c" "-I$SRC/include"
 [[ $show_c == *-l* || $show_c == *-L* || $show_c == *rpath* ]] &&
 	fail "-show -c has link flags: $show_c"
+show_cc=$(VIADUCT_CC="ccache-like gcc" "$VDCC" -show x.c)
+[[ $show_cc == "ccache-like gcc "* ]] || fail "VIADUCT_CC override: $show_cc"
 show_cc=$(CC="ccache-like gcc" "$VDCC" -show x.c)
-[[ $show_cc == "ccache-like gcc "* ]] || fail "CC override: $show_cc"
+[[ $show_cc == "ccache-like gcc "* ]] && fail "CC is obeyed: $show_cc"
+
+# ./configure CC=vdcc and make CC=vdcc export CC=vdcc: the wrapper must not
+# call itself (it used to, forever).  Bounded, so a regression fails.
+cat >"$TMP/conftest.c" <<'EOC'
+int main(void) { return 0; }
+EOC
+if CC="$VDCC" timeout 20 "$VDCC" -c "$TMP/conftest.c" -o "$TMP/conftest.o" 2>"$TMP/err"; then
+	echo "ok: CC=vdcc vdcc -c conftest.c"
+else
+	fail "CC=vdcc vdcc -c conftest.c (exit $?): $(cat "$TMP/err")"
+fi
+if VIADUCT_CC="$VDCC" timeout 20 "$VDCC" -c "$TMP/conftest.c" -o "$TMP/conftest.o" 2>"$TMP/err"; then
+	fail "VIADUCT_CC=vdcc was accepted"
+else
+	has "VIADUCT_CC=vdcc refused" "$(cat "$TMP/err")" "VIADUCT_CC" "viaduct wrapper"
+fi
+
+# The Open MPI and MPICH wrappers' query options.
+info() { "$VDCC" "$@" 2>&1 || fail "vdcc $*: exit $?"; }
+has "-showme:compile" "$(info -showme:compile)" "-I$SRC/include"
+has "-showme:link" "$(info -showme:link)" "-lviaduct_mpi" "-lviaduct" "-Wl,-rpath,"
+[[ $(info -showme:compile) == *-l* ]] && fail "-showme:compile has libraries"
+[[ $(info -showme:link) == *-I* ]] && fail "-showme:link has include flags"
+has "-compile-info" "$(info -compile-info)" "cc" "-I$SRC/include"
+has "-link-info" "$(info -link-info)" "cc" "-lviaduct_mpi"
+has "-showme:incdirs" "$(info -showme:incdirs)" "$SRC/include"
+has "-showme:libdirs" "$(info -showme:libdirs)" "$B/src"
+[ "$(info -showme:libs)" = "viaduct_mpi viaduct pthread m" ] ||
+	fail "-showme:libs: $(info -showme:libs)"
+has "--version" "$(info --version)" "viaduct" "MPI compiler wrapper"
+has "--help" "$(info --help)" "-showme:link" "VIADUCT_CC"
+"$VDCC" -showme:bogus >/dev/null 2>&1 && fail "vdcc -showme:bogus succeeded"
+has "vdcxx -show" "$("$VDCXX" -show x.cc)" "c++ " "x.cc" "-lviaduct_mpi"
 show_q=$("$VDCC" -show 'a b.c' -DX='"y z"')
 has "quoting" "$show_q" "'a b.c'" "'-DX=\"y z\"'"
 "$VDCC" >/dev/null 2>&1 && fail "vdcc without arguments succeeded"
@@ -103,12 +141,45 @@ run_hello() {
 }
 run_hello "$VDCC" "build tree"
 
+# C++: mpi.h compiles as C++ and a C++ program links and runs.
+cat >"$TMP/hello.cc" <<'EOC'
+#include <mpi.h>
+#include <iostream>
+
+int main(int argc, char **argv)
+{
+	int rank, size, sum = 0;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	std::cout << "hello++ " << rank << "/" << size << " sum " << sum << std::endl;
+	MPI_Finalize();
+	return 0;
+}
+EOC
+if ! command -v c++ >/dev/null; then
+	echo "note: no C++ compiler; vdcxx was not tested"
+elif "$VDCXX" -Wall -Werror "$TMP/hello.cc" -o "$TMP/hellocc" 2>"$TMP/err"; then
+	out=$(env -u LD_LIBRARY_PATH timeout 30 "$VDRUN" -n 2 "$TMP/hellocc" 2>&1 | sort)
+	[ "$out" = "$(printf 'hello++ 0/2 sum 1\nhello++ 1/2 sum 1')" ] &&
+		echo "ok: vdcxx builds a C++ MPI program that runs on 2 ranks" ||
+		fail "vdcxx program on 2 ranks: $out"
+else
+	fail "vdcxx hello.cc: $(cat "$TMP/err")"
+fi
+
 # Installed, then moved: the installed vdcc finds everything from where it is.
 if cmake --install "$B" --prefix "$TMP/prefix1" >"$TMP/install.log" 2>&1; then
 	mv "$TMP/prefix1" "$TMP/prefix2"
 	show=$("$TMP/prefix2/bin/vdcc" -show hello.c)
-	has "installed -show" "$show" "$TMP/prefix2/bin/../include" && [[ $show != *"$SRC"* ]] ||
-		fail "installed vdcc points into the source tree: $show"
+	has "installed -show" "$show" "$TMP/prefix2/bin/../include/viaduct-mpi" &&
+		[[ $show != *"$SRC"* ]] || fail "installed vdcc points into the source tree: $show"
+	# mpi.h apart: -I$PREFIX/include (VIA programs) never finds it.
+	[ -e "$TMP/prefix2/include/mpi.h" ] && fail "mpi.h installed in PREFIX/include"
+	[ -e "$TMP/prefix2/include/viaduct-mpi/mpi.h" ] || fail "no PREFIX/include/viaduct-mpi/mpi.h"
+	[ -x "$TMP/prefix2/bin/vdcxx" ] || fail "vdcxx not installed"
 	if [ -z "$(find "$TMP/prefix2" -name 'libviaduct_mpi.so*' -print -quit)" ]; then
 		fail "cmake --install does not install libviaduct_mpi (the installed vdcc links with it)"
 	else

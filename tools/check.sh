@@ -15,7 +15,8 @@
 # skipped.
 #
 # Environment: JOBS (default 2), CMAKE, CTEST, MAKE, KEEP_TMP=1 (keep the
-# install prefix and consumer builds even on success).
+# install prefix and consumer builds; otherwise they are removed on every
+# exit, also after a failure or Ctrl-C).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -117,6 +118,8 @@ check_install_tree() {
 	local prefix=$1 f missing=0
 	for f in bin/vdinfo include/viaduct/viaduct.h include/viaduct/lmm.h \
 		include/vipl.h lib/libvipl.so lib/libvipl.a \
+		include/viaduct-mpi/mpi.h lib/libviaduct_mpi.so lib/libviaduct_mpi.a \
+		lib/pkgconfig/viaduct-mpi.pc bin/vdrun bin/vdcc bin/vdcxx \
 		lib/libviaduct.so lib/libviaduct.so.0 lib/libviaduct.a \
 		lib/pkgconfig/viaduct.pc lib/cmake/viaduct/viaduct-config.cmake \
 		lib/cmake/viaduct/viaduct-config-version.cmake; do
@@ -125,7 +128,33 @@ check_install_tree() {
 			missing=1
 		fi
 	done
+	# mpi.h apart, so -I$PREFIX/include never hides another MPI's mpi.h.
+	if [ -e "$prefix/include/mpi.h" ]; then
+		echo "mpi.h must not be installed in $prefix/include" >&2
+		missing=1
+	fi
 	return $missing
+}
+
+# An MPI program built three ways against the install -- installed vdcc,
+# pkg-config viaduct-mpi, and the CMake consumer (cmake_consumer) -- runs
+# on 2 ranks under the installed vdrun.
+mpi_run2() {
+	local prefix=$1 prog=$2 out
+	out=$(LD_LIBRARY_PATH="$prefix/lib" timeout 60 "$prefix/bin/vdrun" -n 2 "$prog" 2>&1) &&
+		grep -q "rank 1 of 2" <<<"$out" || { echo "$out" >&2; return 1; }
+}
+
+mpi_consumers() {
+	local prefix=$1 tmp=$2 flags
+	env -u LD_LIBRARY_PATH "$prefix/bin/vdcc" -Wall -Werror examples/mpi_hello.c \
+		-o "$tmp/mpi_hello_vdcc" && mpi_run2 "$prefix" "$tmp/mpi_hello_vdcc" || return 1
+	flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs viaduct-mpi) || return 1
+	echo "pkg-config --cflags --libs viaduct-mpi: $flags"
+	# shellcheck disable=SC2086 # flags are a list of options
+	cc -std=c11 -Wall -Wextra -Werror examples/mpi_hello.c $flags -o "$tmp/mpi_hello_pc" &&
+		mpi_run2 "$prefix" "$tmp/mpi_hello_pc" &&
+		mpi_run2 "$prefix" "$tmp/cmake/mpi_hello"
 }
 
 # Build examples/lmm_hello.c with the flags pkg-config gives, as a user
@@ -176,10 +205,26 @@ cmake_consumer() {
 		LD_LIBRARY_PATH="$prefix/lib" "$tmp/cmake/lmm_hello"
 }
 
+# Temporary folders of this run, removed on every exit (KEEP_TMP=1 keeps
+# them), also after a failure or an interrupt.
+tmp_dirs=()
+cleanup() {
+	[ ${#tmp_dirs[@]} -gt 0 ] || return 0
+	if [ "${KEEP_TMP:-0}" = 1 ]; then
+		echo "kept (KEEP_TMP=1): ${tmp_dirs[*]}"
+	else
+		rm -rf "${tmp_dirs[@]}"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 install_smoke() {
 	local prefix tmp
 	prefix=$(mktemp -d /tmp/viaduct-prefix.XXXXXX)
 	tmp=$(mktemp -d /tmp/viaduct-consumer.XXXXXX)
+	tmp_dirs+=("$prefix" "$tmp")
 	say "install: make install PREFIX=$prefix"
 	if "$MAKE" --no-print-directory install PREFIX="$prefix" &&
 		check_install_tree "$prefix"; then
@@ -215,16 +260,17 @@ install_smoke() {
 	else
 		record FAIL "install: CMake consumer"
 	fi
+	say "install: MPI consumers (vdcc, pkg-config viaduct-mpi, CMake viaduct::viaduct_mpi) under vdrun -n 2"
+	if mpi_consumers "$prefix" "$tmp"; then
+		record PASS "install: MPI consumers"
+	else
+		record FAIL "install: MPI consumers"
+	fi
 	say "install: installed vdinfo (finds its library through RPATH)"
 	if env -u LD_LIBRARY_PATH "$prefix/bin/vdinfo"; then
 		record PASS "install: vdinfo runs"
 	else
 		record FAIL "install: vdinfo runs"
-	fi
-	if [ "${KEEP_TMP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then
-		echo "kept for inspection: $prefix $tmp"
-	else
-		rm -rf "$prefix" "$tmp"
 	fi
 }
 
@@ -251,4 +297,10 @@ main() {
 	[ "$failures" -eq 0 ]
 }
 
+if [ "${1:-}" = --install-only ]; then  # the install step alone
+	install_smoke
+	print_summary
+	[ "$failures" -eq 0 ]
+	exit
+fi
 main "$@"
