@@ -3,6 +3,7 @@
  * vdrun: start an MPI job of N ranks on this machine.
  *
  *   vdrun -n N [--bind-to core|none] prog args...
+ *   vdrun -n N prog args : -n M prog2 args2 ...      (MPMD, as mpiexec)
  *
  * The ranks are vdrun's own children (a rank may only touch the memory of
  * its job: the permission model of seed 004).  Each gets one end of a
@@ -63,11 +64,21 @@
 
 enum bind_mode { BIND_DEFAULT, BIND_CORE, BIND_NONE };
 
-struct opts {
-	int n;
-	enum bind_mode bind;
+/* Application contexts of an MPMD command line ("... : ..."). */
+#define VDRUN_MAX_APPS 64
+
+struct app {
+	int n;                  /* ranks of this context */
+	int first;              /* its first rank */
 	char path[PATH_MAX];    /* the program, resolved through PATH */
 	char **argv;            /* as typed: argv[0] is the user's word */
+};
+
+struct opts {
+	int n;                  /* ranks of the whole job */
+	enum bind_mode bind;
+	int napps;
+	struct app apps[VDRUN_MAX_APPS];
 };
 
 struct rank {
@@ -84,6 +95,7 @@ struct kv {
 };
 
 struct job {
+	const struct opts *opts;
 	int n, running;
 	struct rank *ranks;
 	char kvsname[64];
@@ -106,7 +118,11 @@ struct attrs {
 static void usage(FILE *f)
 {
 	fputs("usage: vdrun -n N [--bind-to core|none] program [args...]\n"
-	      "  -n, -np N          start N ranks (1 to 4096)\n"
+	      "       vdrun -n N program [args...] : -n M program2 [args...] ...\n"
+	      "  -n, -np N          start N ranks (1 to 4096 in the whole job)\n"
+	      "  :                  separates application contexts (MPMD): each has\n"
+	      "                     its own -n and program, ranks are numbered in\n"
+	      "                     order, MPI_COMM_WORLD spans them all\n"
 	      "  --bind-to core     pin rank r to the r-th allowed CPU (modulo their number;\n"
 	      "                     the default when N <= the number of allowed CPUs)\n"
 	      "  --bind-to none     do not pin (the default for more ranks than CPUs)\n"
@@ -182,12 +198,13 @@ static const char *opt_value(int argc, char **argv, int *i, const char *eq)
 	return argv[++*i];
 }
 
-/* Options up to the program name; returns the program's index. */
-static int parse_options(int argc, char **argv, struct opts *o)
+/* Options of one context, from argv[start] up to its program name; returns
+ * the program's index.  --bind-to applies to the whole job. */
+static int parse_options(int argc, char **argv, int start, struct opts *o, struct app *app)
 {
 	int i;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+	for (i = start; i < argc && argv[i] && argv[i][0] == '-'; i++) {
 		const char *a = argv[i], *eq = strchr(a, '=');
 		size_t len = eq ? (size_t)(eq - a) : strlen(a);
 
@@ -199,7 +216,7 @@ static int parse_options(int argc, char **argv, struct opts *o)
 		}
 		if ((len == 2 && !strncmp(a, "-n", 2)) || (len == 3 && !strncmp(a, "-np", 3)) ||
 		    (len == 4 && !strncmp(a, "--np", 4)))
-			o->n = parse_count(opt_value(argc, argv, &i, eq));
+			app->n = parse_count(opt_value(argc, argv, &i, eq));
 		else if (len == 9 && !strncmp(a, "--bind-to", 9))
 			o->bind = parse_bind(opt_value(argc, argv, &i, eq));
 		else
@@ -256,18 +273,54 @@ static void resolve_program(const char *name, char *out, size_t len)
 		exit(rc);
 }
 
+/* One application context from argv[start]; returns the index after its
+ * ":" (argc at the end).  The ":" becomes the NULL that ends its argv. */
+static int parse_app(int argc, char **argv, int start, struct opts *o)
+{
+	struct app *app;
+	int prog, end;
+
+	if (o->napps == VDRUN_MAX_APPS)
+		usage_error("more than %d application contexts", VDRUN_MAX_APPS);
+	app = &o->apps[o->napps];
+	prog = parse_options(argc, argv, start, o, app);
+	if (app->n == 0)
+		usage_error("context %d: the number of ranks is missing (-n N)", o->napps + 1);
+	if (prog >= argc || !argv[prog] || strcmp(argv[prog], ":") == 0)
+		usage_error("context %d: the program to run is missing", o->napps + 1);
+	for (end = prog; end < argc && strcmp(argv[end], ":") != 0; end++)
+		;
+	if (end < argc && end + 1 == argc)
+		usage_error("nothing follows the last ':'");
+	if (end < argc)
+		argv[end] = NULL;
+	app->argv = &argv[prog];
+	app->first = o->n;
+	if (o->n + app->n > VDRUN_MAX_RANKS)
+		usage_error("more than %d ranks in the whole job", VDRUN_MAX_RANKS);
+	o->n += app->n;
+	o->napps++;
+	resolve_program(argv[prog], app->path, sizeof(app->path));
+	return end < argc ? end + 1 : argc;
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	int prog;
-
 	memset(o, 0, sizeof(*o));
-	prog = parse_options(argc, argv, o);
-	if (o->n == 0)
+	for (int i = 1; i < argc;)
+		i = parse_app(argc, argv, i, o);
+	if (o->napps == 0)
 		usage_error("the number of ranks is missing (-n N)");
-	if (prog >= argc)
-		usage_error("the program to run is missing");
-	o->argv = &argv[prog];
-	resolve_program(argv[prog], o->path, sizeof(o->path));
+}
+
+/* The context rank r belongs to. */
+static int app_of_rank(const struct opts *o, int r)
+{
+	int a = 0;
+
+	while (a + 1 < o->napps && r >= o->apps[a + 1].first)
+		a++;
+	return a;
 }
 
 /* ---- the job's key-value space ------------------------------------------- */
@@ -550,7 +603,7 @@ static void dispatch(struct job *job, int r, const char *cmd, const struct attrs
 	else if (strcmp(cmd, "get_my_kvsname") == 0)
 		reply(job, r, "cmd=my_kvsname kvsname=%s", job->kvsname);
 	else if (strcmp(cmd, "get_appnum") == 0)
-		reply(job, r, "cmd=appnum appnum=0");
+		reply(job, r, "cmd=appnum appnum=%d", app_of_rank(job->opts, r));
 	else if (strcmp(cmd, "get_universe_size") == 0)
 		reply(job, r, "cmd=universe_size size=%d", job->n);
 	else if (strcmp(cmd, "put") == 0)
@@ -762,6 +815,8 @@ static void set_env_int(const char *name, long v)
 /* In the child: never returns. */
 static void exec_rank(const struct opts *o, int r, int fd, pid_t parent, const sigset_t *mask)
 {
+	const struct app *app = &o->apps[app_of_rank(o, r)];
+
 	/* Ranks must not outlive vdrun, whatever kills it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 		_exit(EXIT_NOTFOUND);
@@ -780,8 +835,8 @@ static void exec_rank(const struct opts *o, int r, int fd, pid_t parent, const s
 			dup2(null, STDIN_FILENO);
 	}
 	bind_rank(r, o->bind, o->n);
-	execv(o->path, o->argv);
-	fprintf(stderr, "vdrun: rank %d: cannot execute %s: %s\n", r, o->path, strerror(errno));
+	execv(app->path, app->argv);
+	fprintf(stderr, "vdrun: rank %d: cannot execute %s: %s\n", r, app->path, strerror(errno));
 	_exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
 }
 
@@ -960,6 +1015,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	ensure_std_fds();
 	ensure_fd_limit(o.n);
+	job.opts = &o;
 	job.n = o.n;
 	job.ranks = calloc((size_t)o.n, sizeof(*job.ranks));
 	job.sigfd = setup_signals(&oldmask);

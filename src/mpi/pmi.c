@@ -361,9 +361,72 @@ static int pmi_make_jobid(char *jobid, size_t len)
 	return w > 0 && (size_t)w < len ? 0 : -ENAMETOOLONG;
 }
 
+/* ---- launchers viaduct does not speak ------------------------------------
+ * Without PMI_FD a program runs as a singleton.  That is right when it was
+ * started by hand, and wrong when a launcher started several copies of it:
+ * each would be "rank 0 of 1" and the job would seem to work.  So the
+ * variables such launchers set are looked for first. */
+
+/* The value of an environment variable that is an integer above 1. */
+static long env_count(const char *name)
+{
+	long v;
+
+	return pmi_parse_int(getenv(name), 2, INT_MAX, &v) ? v : 0;
+}
+
+static const char *env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* Describe the launcher seen in `seen` (empty: none viaduct must refuse). */
+static void pmi_foreign_launcher(char *seen, size_t len)
+{
+	const char *v;
+	long n;
+
+	seen[0] = '\0';
+	if ((n = env_count("OMPI_COMM_WORLD_SIZE")) != 0)
+		snprintf(seen, len, "Open MPI's mpirun (OMPI_COMM_WORLD_SIZE=%ld)", n);
+	else if ((v = env_set("PMIX_NAMESPACE")) || (v = env_set("PMIX_RANK")))
+		snprintf(seen, len, "a PMIx launcher such as srun --mpi=pmix "
+			 "(PMIX_NAMESPACE/PMIX_RANK=%.64s)", v);
+	else if ((n = env_count("SLURM_STEP_NUM_TASKS")) != 0 && env_set("SLURM_PROCID"))
+		snprintf(seen, len, "srun with %ld tasks and no PMI "
+			 "(SLURM_STEP_NUM_TASKS=%ld; srun --mpi=none?)", n, n);
+	else if ((v = env_set("PMI_PORT")) != NULL)
+		snprintf(seen, len, "a launcher serving PMI on a TCP port "
+			 "(PMI_PORT=%.64s; viaduct speaks PMI-1 on PMI_FD)", v);
+	else if ((n = env_count("PMI_SIZE")) != 0)
+		snprintf(seen, len, "a PMI launcher for %ld ranks without PMI_FD "
+			 "(PMI_SIZE=%ld)", n, n);
+	else if ((n = env_count("MPI_LOCALNRANKS")) != 0)
+		snprintf(seen, len, "an MPICH launcher for %ld local ranks without "
+			 "PMI_FD (MPI_LOCALNRANKS=%ld)", n, n);
+}
+
+static int pmi_refuse_foreign(const char *seen)
+{
+	fprintf(stderr,
+		"viaduct PMI: this program was started by %s, which viaduct cannot "
+		"talk to; every copy would run as rank 0 of 1.  Start viaduct "
+		"programs with vdrun -n N, MPICH's mpiexec.hydra, or srun --mpi=pmi2.\n",
+		seen);
+	return -EPROTONOSUPPORT;
+}
+
 static int pmi_init_singleton(void)
 {
-	int n = snprintf(pmi.kvsname, sizeof(pmi.kvsname), "singleton-%ld", (long)getpid());
+	char seen[192];
+	int n;
+
+	pmi_foreign_launcher(seen, sizeof(seen));
+	if (seen[0])
+		return pmi_refuse_foreign(seen);
+	n = snprintf(pmi.kvsname, sizeof(pmi.kvsname), "singleton-%ld", (long)getpid());
 
 	if (n < 0 || (size_t)n >= sizeof(pmi.kvsname))
 		return -EOVERFLOW;
