@@ -18,15 +18,20 @@ VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE nh, VIP_ULONG entries, VIP_CQ_HANDLE *out)
 
 	if (!nic || !out || entries == 0 || entries > VD_MAX_CQ_ENTRIES)
 		return VIP_INVALID_PARAMETER;
+	if (!vd_nic_reserve(nic, &nic->ncqs, VD_MAX_CQ))
+		return VIP_ERROR_RESOURCE;      /* MaxCQ of VipQueryNic */
 	cq = vd_obj_new(VD_OBJ_CQ, sizeof(*cq));
-	if (!cq)
+	if (!cq) {
+		vd_nic_unreserve(nic, &nic->ncqs);
 		return VIP_ERROR_RESOURCE;
+	}
 	cq->nic = nic;
 	cq->entries = (uint32_t)entries;
 	vd_lock_init(&cq->lock);
 	err = nic->ops->cq_open(cq);
 	if (err) {
 		vd_obj_free(cq);
+		vd_nic_unreserve(nic, &nic->ncqs);
 		return vd_ret(err);
 	}
 	pthread_mutex_lock(&nic->lock);
@@ -42,6 +47,7 @@ static void cq_destroy(struct vd_cq *cq)
 
 	pthread_mutex_lock(&nic->lock);
 	vd_list_del(&cq->nic_link);
+	nic->ncqs--;
 	pthread_mutex_unlock(&nic->lock);
 	vd_lock(&cq->lock);
 	while (cq->notify_head) {       /* pending notifies are cancelled */

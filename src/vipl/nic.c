@@ -37,8 +37,6 @@ int vd_ptag_create(struct vd_nic *nic, struct vd_ptag **out);
 void vd_ptag_destroy_all(struct vd_nic *nic);
 
 #define PROVIDER_NAME "viaduct-shm"
-#define MAX_VI 65536
-#define MAX_CQ 4096
 #define MAX_PTAGS 4096
 
 /* ---- node address ------------------------------------------------------------ */
@@ -219,10 +217,10 @@ VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a)
 	a->MaxRegisterBytes = max_register_bytes();
 	a->MaxRegisterRegions = VD_TPT_MAX - 1;
 	a->MaxRegisterBlockBytes = a->MaxRegisterBytes;
-	a->MaxVI = MAX_VI;
+	a->MaxVI = VD_MAX_VI;
 	a->MaxDescriptorsPerQueue = VD_MAX_QUEUE_DESC;
 	a->MaxSegmentsPerDesc = VD_MAX_SEGS;
-	a->MaxCQ = MAX_CQ;
+	a->MaxCQ = VD_MAX_CQ;
 	a->MaxCQEntries = VD_MAX_CQ_ENTRIES;
 	a->MaxTransferSize = VD_MAX_TRANSFER;
 	a->NativeMTU = VD_MAX_TRANSFER;
@@ -335,4 +333,23 @@ VIP_RETURN VipPostDeferredSends(VIP_VI_HANDLE ViHandle, VIP_BOOLEAN EnableInterr
 	if (!vd_obj_lookup(ViHandle, VD_OBJ_VI))
 		return VIP_INVALID_PARAMETER;
 	return VIP_ERROR_NOT_SUPPORTED;
+}
+
+bool vd_nic_reserve(struct vd_nic *nic, uint32_t *count, uint32_t max)
+{
+	bool ok;
+
+	pthread_mutex_lock(&nic->lock);
+	ok = *count < max;
+	if (ok)
+		(*count)++;
+	pthread_mutex_unlock(&nic->lock);
+	return ok;
+}
+
+void vd_nic_unreserve(struct vd_nic *nic, uint32_t *count)
+{
+	pthread_mutex_lock(&nic->lock);
+	(*count)--;
+	pthread_mutex_unlock(&nic->lock);
 }

@@ -93,6 +93,10 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE nh, VIP_VI_ATTRIBUTES *a, VIP_CQ_HANDLE sh
 	p = vi_ptag(nic, a->Ptag, &err);
 	if (err)
 		return VIP_INVALID_PTAG;
+	if (!vd_nic_reserve(nic, &nic->nvis, VD_MAX_VI)) {
+		vd_ptag_release(p);
+		return VIP_ERROR_RESOURCE;      /* MaxVI of VipQueryNic */
+	}
 	vi = vd_obj_new(VD_OBJ_VI, sizeof(*vi));
 	if (!vi || vi_init_queues(vi)) {
 		if (vi) {
@@ -101,6 +105,7 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE nh, VIP_VI_ATTRIBUTES *a, VIP_CQ_HANDLE sh
 			vd_obj_free(vi);
 		}
 		vd_ptag_release(p);
+		vd_nic_unreserve(nic, &nic->nvis);
 		return VIP_ERROR_RESOURCE;
 	}
 	vi->nic = nic;
@@ -129,6 +134,7 @@ static void vi_destroy(struct vd_vi *vi)
 		vd_vi_disconnect(vi);
 	pthread_mutex_lock(&nic->lock);
 	vd_list_del(&vi->nic_link);
+	nic->nvis--;
 	pthread_mutex_unlock(&nic->lock);
 	vi_set_ptag(vi, NULL);
 	if (vi->send_cq)

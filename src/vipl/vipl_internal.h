@@ -311,7 +311,18 @@ struct vd_nic {
 	void *prov;                         /* provider's per-NIC state */
 	_Atomic uint32_t stalled;           /* VIs whose sends wait for the
 	                                     * peer (vd_vi.send_stalled) */
+	uint32_t nvis, ncqs;                /* under lock; at most VD_MAX_VI,
+	                                     * VD_MAX_CQ (VipQueryNic) */
 };
+
+/* Per NIC, as VipQueryNic reports them (MaxVI, MaxCQ). */
+#define VD_MAX_VI 65536u
+#define VD_MAX_CQ 4096u
+
+/* Take one of the NIC's `max` objects counted by *count (VIs, CQs);
+ * false when all are taken.  vd_nic_unreserve gives it back. */
+bool vd_nic_reserve(struct vd_nic *nic, uint32_t *count, uint32_t max);
+void vd_nic_unreserve(struct vd_nic *nic, uint32_t *count);
 
 /* This node's 6-byte NIC address (same for every NIC handle). */
 void vd_node_address(uint8_t addr[VD_NIC_ADDR_LEN]);
