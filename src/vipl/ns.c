@@ -2,11 +2,14 @@
 /*
  * Name service of a one-node provider: every name that denotes this host
  * maps to the node's NIC address, and that address maps back to the short
- * host name.  Any other name or address is unknown (VIP_ERROR_NAMESERVICE).
+ * host name.  "Denotes this host" is decided as getaddrinfo decides it:
+ * aliases from /etc/hosts and the host's own IP addresses count, not only
+ * its names.  Any other name or address is unknown (VIP_ERROR_NAMESERVICE).
  * Nothing here keeps state that connections depend on, so VipNSShutdown is
  * harmless.
  */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,6 +87,59 @@ static bool is_loopback_literal(const char *name)
 	       (ntohl(a4.s_addr) >> 24) == 127;
 }
 
+static bool same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (!a || !b || a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr,
+			      sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/* A loopback address, or one of an interface of this host. */
+static bool address_is_local(const struct sockaddr *sa, const struct ifaddrs *ifs)
+{
+	if (sa->sa_family == AF_INET &&
+	    (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127)
+		return true;
+	if (sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr))
+		return true;
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next)
+		if (same_ip(sa, i->ifa_addr))
+			return true;
+	return false;
+}
+
+/* Resolve as getaddrinfo does; true if an address it gives is this
+ * host's.  A name of another host is logged: this provider reaches only
+ * this one. */
+static bool resolves_to_local(const char *name)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	struct ifaddrs *ifs = NULL;
+	bool local = false;
+
+	if (getaddrinfo(name, NULL, &hints, &res) != 0 || !res)
+		return false;
+	if (getifaddrs(&ifs) != 0)
+		ifs = NULL;             /* loopback is still recognised */
+	for (const struct addrinfo *r = res; r && !local; r = r->ai_next)
+		local = r->ai_addr && address_is_local(r->ai_addr, ifs);
+	if (!local)
+		vd_log("name service: '%.200s' is another host; the %s provider "
+		       "reaches this host only", name, "shm");
+	freeifaddrs(ifs);
+	freeaddrinfo(res);
+	return local;
+}
+
 static bool name_is_local(const char *name)
 {
 	char buf[NAME_MAX_LEN];
@@ -107,7 +163,9 @@ static bool name_is_local(const char *name)
 	}
 	/* Last, as it may ask a resolver (once per process). */
 	pthread_once(&g_fqdn_once, fqdn_init);
-	return g_fqdn[0] && same_name(name, g_fqdn);
+	if (g_fqdn[0] && same_name(name, g_fqdn))
+		return true;
+	return strnlen(name, NAME_MAX_LEN) < NAME_MAX_LEN && resolves_to_local(name);
 }
 
 VIP_RETURN VipNSInit(VIP_NIC_HANDLE NicHandle, VIP_PVOID NSInitInfo)
