@@ -328,6 +328,48 @@ static void test_exclusion_ends_with_release(struct regions *r)
 
 /* A mapping the user marked MADV_DONTFORK must stay excluded after the
  * LMM's fork handling, also once the registration is gone. */
+/* A registration that shares its first and last page with other data:
+ * the child keeps those pages (and the heap around a small malloc'd
+ * buffer), and loses only the pages holding nothing but registered bytes.
+ * The child used to lose the whole pages and crash at its first printf. */
+static void test_partial_pages_kept(void)
+{
+	char *small[5], *m = vdt_map_pages(3);
+	lmm_handle_t h_small, h_mid;
+	pid_t pid;
+
+	for (int i = 0; i < 5; i++) {
+		small[i] = malloc(48);
+		VDT_CHECK(small[i] != NULL);
+		memset(small[i], 'a' + i, 48);
+	}
+	memset(m, 0x5a, 3 * ps);
+	VDT_CHECK_EQ(lmm_lock_area(small[2], 48, &h_small), 0);
+	VDT_CHECK_EQ(lmm_lock_area(m + 100, 2 * ps - 50, &h_mid), 0);
+	fflush(NULL);
+	pid = fork();
+	VDT_CHECK(pid >= 0);
+	if (pid == 0) {
+		char *fresh = malloc(4096);
+		int bad = !fresh;
+
+		for (int i = 0; i < 5; i++)
+			bad |= small[i][0] != 'a' + i || small[i][47] != 'a' + i;
+		bad |= !is_mapped(m, ps) || m[99] != 0x5a || m[0] != 0x5a;
+		bad |= !is_mapped(m + 2 * ps, ps) || m[3 * ps - 1] != 0x5a;
+		bad |= is_mapped(m + ps, ps);   /* registered bytes only */
+		printf("child after fork: heap and partly registered pages kept\n");
+		free(fresh);
+		_exit(bad);
+	}
+	wait_child_ok(pid);
+	VDT_CHECK_EQ(lmm_unlock_area(h_small), 0);
+	VDT_CHECK_EQ(lmm_unlock_area(h_mid), 0);
+	for (int i = 0; i < 5; i++)
+		free(small[i]);
+	vdt_unmap_pages(m, 3);
+}
+
 static void test_user_dontfork_kept(void)
 {
 	char *u = vdt_map_pages(2);
@@ -392,6 +434,7 @@ int main(void)
 	RUN(test_fork_with_registrations(&r));
 	RUN(test_exclusion_ends_with_release(&r));
 	RUN(test_user_dontfork_kept());
+	RUN(test_partial_pages_kept());
 	VDT_CHECK_VMLCK(base, 0);
 	free(r.heap);
 	return VDT_PASS;

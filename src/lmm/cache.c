@@ -345,6 +345,12 @@ int lmm_cache_get(void *start, size_t length, lmm_handle_t *handle)
 	} else {
 		cache.misses++;
 		err = cache_miss(s, e, handle);
+		if (!err) {     /* the bytes fork keeps from the child */
+			struct lmm_reg *reg = lmm_reg_lookup(*handle);
+
+			reg->ustart = (uintptr_t)start;
+			reg->uend = (uintptr_t)start + length;
+		}
 	}
 	lmm_global_unlock();
 	return err;

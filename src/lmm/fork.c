@@ -7,7 +7,15 @@
  * a new physical page, silently invalidating page lists it handed out.  So
  * for the duration of fork() the registered pages of private mappings are
  * marked MADV_DONTFORK (the child does not get them; the parent keeps its
- * pages exclusively) and unmarked again in the parent.  Doing it at fork
+ * pages exclusively) and unmarked again in the parent.
+ *
+ * Only pages that hold nothing but registered bytes are excluded: the
+ * first and last page of a registration that does not start or end on a
+ * page boundary also hold other objects (a small malloc buffer shares its
+ * page with its heap neighbours), and a child without them crashes.  Those
+ * pages stay copy-on-write: the child gets them, and the parent's
+ * physical page list for them is valid until it writes to them after the
+ * fork (a provider that moves data by virtual address does not care).  Doing it at fork
  * time, not at registration, keeps the register path at one mlock and
  * lets us skip shared mappings, which have no copy-on-write and which the
  * child should keep.  The child starts with an empty LMM: locks are not
@@ -95,7 +103,7 @@ static bool next_mapping(struct maps_reader *m)
 	return true;
 }
 
-static void mark_range(uintptr_t s, uintptr_t e)
+static void mark_pages(uintptr_t s, uintptr_t e)
 {
 	struct fork_mark *fm = vd_pool_alloc(&mark_pool);
 
@@ -107,6 +115,32 @@ static void mark_range(uintptr_t s, uintptr_t e)
 	}
 	*fm = (struct fork_mark){ .start = s, .end = e, .next = marks };
 	marks = fm;
+}
+
+/* The pages of [s, e) that lie wholly inside one registration's bytes. */
+struct span {
+	uintptr_t s, e, page;
+};
+
+static void mark_whole_pages(void *ctx, uintptr_t us, uintptr_t ue)
+{
+	const struct span *sp = ctx;
+	uintptr_t first = (us + sp->page - 1) & ~(sp->page - 1);
+	uintptr_t last = ue & ~(sp->page - 1);
+
+	if (first < sp->s)
+		first = sp->s;
+	if (last > sp->e)
+		last = sp->e;
+	if (first < last)
+		mark_pages(first, last);
+}
+
+static void mark_range(uintptr_t s, uintptr_t e)
+{
+	struct span sp = { .s = s, .e = e, .page = lmm_g.page_size };
+
+	lmm_for_each_reg(mark_whole_pages, &sp);
 }
 
 static void mark_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)

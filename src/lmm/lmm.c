@@ -323,6 +323,8 @@ int lmm_register_locked(uintptr_t s, uintptr_t e, struct cache_entry *owner,
 	}
 	reg->start = s;
 	reg->end = e;
+	reg->ustart = s;        /* callers that know the bytes narrow it */
+	reg->uend = e;
 	reg->state = REG_LIVE;
 	reg->owner = owner;
 	*h = handle_of(reg, idx);
@@ -377,6 +379,16 @@ void lmm_release_unaccounted_locked(uintptr_t s, uintptr_t e)
 	lma_tree_for_each_gap(&lmm_g.tree, s, e, unlock_visit, NULL);
 }
 
+void lmm_for_each_reg(void (*fn)(void *ctx, uintptr_t ustart, uintptr_t uend), void *ctx)
+{
+	for (uint32_t i = 0; i < lmm_g.nr_slots; i++) {
+		const struct lmm_reg *reg = slot_at(i);
+
+		if (reg->state == REG_LIVE)
+			fn(ctx, reg->ustart, reg->uend);
+	}
+}
+
 void lmm_for_each_area(lma_visit_fn fn, void *ctx)
 {
 	lma_tree_for_each(&lmm_g.tree, fn, ctx);
@@ -405,6 +417,7 @@ void lmm_reset_child(void)
 
 int lmm_lock_area(void *start, size_t length, lmm_handle_t *handle)
 {
+	struct lmm_reg *reg;
 	uintptr_t s, e;
 	int err;
 
@@ -412,7 +425,11 @@ int lmm_lock_area(void *start, size_t length, lmm_handle_t *handle)
 	if (err)
 		return err;
 	lmm_global_lock();
-	err = lmm_register_locked(s, e, NULL, handle, NULL);
+	err = lmm_register_locked(s, e, NULL, handle, &reg);
+	if (!err) {
+		reg->ustart = (uintptr_t)start;
+		reg->uend = (uintptr_t)start + length;
+	}
 	lmm_global_unlock();
 	return err;
 }

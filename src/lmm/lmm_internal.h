@@ -28,6 +28,8 @@ struct cache_entry;
 /* One registration (handle slot). */
 struct lmm_reg {
 	uintptr_t start, end;       /* page-aligned locked range */
+	uintptr_t ustart, uend;     /* the bytes asked for (a cache entry:
+	                             * those of the request that made it) */
 	uint32_t gen;               /* must match the handle's */
 	uint8_t state;              /* enum reg_state */
 	uint32_t next_free;         /* free list link: index + 1, 0 = end */
@@ -82,6 +84,8 @@ void lmm_revoke_range_locked(uintptr_t s, uintptr_t e, bool gone);
 void lmm_release_unaccounted_locked(uintptr_t s, uintptr_t e);
 /* Reset everything without syscalls on the registered memory (fork child). */
 void lmm_reset_child(void);
+/* Call fn for each live registration's byte range (ustart, uend). */
+void lmm_for_each_reg(void (*fn)(void *ctx, uintptr_t ustart, uintptr_t uend), void *ctx);
 void lmm_for_each_area(lma_visit_fn fn, void *ctx);
 
 /* pages.c */
