@@ -112,6 +112,40 @@ uint32_t vd_desc_check_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, unsigned first,
 		VIP_STATUS_LENGTH_ERROR : 0;
 }
 
+/* A receive's segments at post time: each must start in memory registered
+ * with the VI's ptag, but may be declared longer than its registration.
+ * Only the bytes that land are checked against it, when they land
+ * (vd_recv_room, and the provider at placement), as VIA clients that
+ * post generous lengths expect. */
+uint32_t vd_desc_check_recv_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t *total)
+{
+	uint64_t sum = 0, room;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (s->Length && vd_tpt_local_room(vi->nic, s->Handle,
+						   (uint64_t)(uintptr_t)vd_pv(s->Data),
+						   vi->ptag_id, &room))
+			return VIP_STATUS_PROTECTION_ERROR;
+		sum += s->Length;
+	}
+	*total = sum;
+	return sum > vi->attrs.MaxTransferSize || sum > VD_MAX_TRANSFER ?
+		VIP_STATUS_LENGTH_ERROR : 0;
+}
+
+/* Registered bytes of receive segment s from its start, at most its
+ * Length (0 if the registration is gone). */
+uint64_t vd_recv_seg_room(struct vd_vi *vi, const VIP_DATA_SEGMENT *s)
+{
+	uint64_t room;
+
+	if (vd_tpt_local_room(vi->nic, s->Handle, (uint64_t)(uintptr_t)vd_pv(s->Data),
+			      vi->ptag_id, &room))
+		return 0;
+	return room < s->Length ? room : s->Length;
+}
+
 /* ---- completion ------------------------------------------------------------- */
 
 static void desc_finish(VIP_DESCRIPTOR *d, uint32_t status)
@@ -342,7 +376,7 @@ VIP_RETURN VipPostRecv(VIP_VI_HANDLE vh, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE mh)
 	vd_lock(&vi->rq.lock);
 	err = wq_append(&vi->rq, d);
 	if (!err) {
-		uint32_t bad = vd_desc_check_segs(vi, d, 0, &total);
+		uint32_t bad = vd_desc_check_recv_segs(vi, d, &total);
 		if (bad || atomic_load(&vi->state) == VIP_STATE_ERROR) {
 			/* Completes in order, once it reaches the front. */
 			d->CS.Reserved = bad ? bad : VIP_STATUS_DESC_FLUSHED_ERROR;

@@ -154,12 +154,12 @@ static int entry_verdict(uint32_t key, uint64_t base, uint64_t size,
 	return 0;
 }
 
-int vd_tpt_check_local(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
-		       uint64_t len, uint32_t ptag_id)
+/* A consistent copy of the entry h names: 0, or -EBADF. */
+static int entry_snapshot(struct vd_nic *nic, VIP_MEM_HANDLE h, uint32_t *key,
+			  uint64_t *base, uint64_t *size, uint32_t *eptag)
 {
-	uint32_t idx = h & IDX_MASK, key, eptag;
+	uint32_t idx = h & IDX_MASK;
 	struct vd_tpt_entry *e;
-	uint64_t base, size;
 
 	if (!idx)
 		return -EBADF;
@@ -167,15 +167,37 @@ int vd_tpt_check_local(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 	/* The key is this reader's sequence (pairs with entry_publish and
 	 * entry_revoke): if it changed, the fields may belong to a later
 	 * registration of the slot. */
-	key = LD(&e->key);
-	if (!key || key != h >> VD_TPT_IDX_BITS)
+	*key = LD(&e->key);
+	if (!*key || *key != h >> VD_TPT_IDX_BITS)
 		return -EBADF;
-	base = LD(&e->addr);
-	size = LD(&e->len);
-	eptag = LD(&e->ptag_id);
-	if (LD(&e->key) != key)
-		return -EBADF;
-	return entry_verdict(key, base, size, eptag, h, addr, len, ptag_id);
+	*base = LD(&e->addr);
+	*size = LD(&e->len);
+	*eptag = LD(&e->ptag_id);
+	return LD(&e->key) == *key ? 0 : -EBADF;
+}
+
+int vd_tpt_check_local(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
+		       uint64_t len, uint32_t ptag_id)
+{
+	uint32_t key, eptag;
+	uint64_t base, size;
+	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
+
+	return err ? err : entry_verdict(key, base, size, eptag, h, addr, len, ptag_id);
+}
+
+int vd_tpt_local_room(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
+		      uint32_t ptag_id, uint64_t *room)
+{
+	uint32_t key, eptag;
+	uint64_t base, size;
+	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
+
+	if (!err)
+		err = entry_verdict(key, base, size, eptag, h, addr, 1, ptag_id);
+	if (!err)
+		*room = base + size - addr;
+	return err;
 }
 
 int vd_tpt_check_remote(const struct vd_tpt_shared *t, VIP_MEM_HANDLE h,

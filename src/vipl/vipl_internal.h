@@ -208,6 +208,10 @@ struct vd_tpt {
  * 0, -EBADF (handle), -ERANGE (outside), -EACCES (ptag). */
 int vd_tpt_check_local(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 		       uint64_t len, uint32_t ptag_id);
+/* Bytes registered under h from addr on (addr itself must be inside,
+ * with the ptag): 0, or the error vd_tpt_check_local gives for one byte. */
+int vd_tpt_local_room(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
+		      uint32_t ptag_id, uint64_t *room);
 /* Initiator-side check against a peer's read-only table: as above, plus
  * the region's VD_TPT_RDMA_* flag `need`.  Consistent snapshot via the
  * entry's seqlock.  0, -EBADF, -ERANGE, -EACCES (ptag or enable bit). */
@@ -403,6 +407,12 @@ void vd_wq_complete_recv(struct vd_vi *vi, uint32_t status, uint32_t length,
  * transfer); *total = the sum of their lengths. */
 uint32_t vd_desc_check_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, unsigned first,
 			    uint64_t *total);
+/* A receive descriptor's segments at post time: each starts in registered
+ * memory; their declared lengths are checked only where bytes land. */
+uint32_t vd_desc_check_recv_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t *total);
+/* Registered bytes of receive segment s from its start, at most its
+ * Length (0 if its registration is gone): where bytes may land. */
+uint64_t vd_recv_seg_room(struct vd_vi *vi, const VIP_DATA_SEGMENT *s);
 
 /* Same as vd_vi_conn_broken, for a provider that holds vi->sq.lock
  * (e.g. a send that found no receive at a reliable level): no error

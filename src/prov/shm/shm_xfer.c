@@ -503,8 +503,9 @@ static int send_message(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR 
 }
 
 /* The next cookie is too small and the receiver does not split: its
- * descriptor completes with a length error, nothing is written. */
-static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
+ * descriptor completes with a length error, nothing is written.  `length`
+ * tells the receiver how long the message was (see cookie_fill). */
+static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t length)
 {
 	struct vd_shm_xfer *x = xfer_slot(c);
 	struct ck_snap s;
@@ -512,7 +513,7 @@ static void send_too_long(struct vd_vi *vi, struct vd_shm_conn *c)
 	if (!x || cookie_snap(c, 0, &s))
 		return;
 	x->seq = c->tx_cookie_read;
-	x->length = 0;
+	x->length = length > UINT32_MAX ? UINT32_MAX : (uint32_t)length;
 	x->imm = 0;
 	x->flags = 0;
 	x->status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_LENGTH_ERROR;
@@ -622,7 +623,7 @@ static int shm_send(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 		enum vd_shm_notice why = err == -ENOSPC ? VD_SHM_NOTICE_RECVQ_EMPTY :
 							  VD_SHM_NOTICE_LENGTH;
 		if (err == -EMSGSIZE)
-			send_too_long(vi, c);
+			send_too_long(vi, c, total);
 		st = vd_shm_no_receive(vi, c, why);
 		if (err == -EMSGSIZE && st)
 			st = VIP_STATUS_LENGTH_ERROR;
@@ -673,19 +674,29 @@ int vd_shm_send_progress(struct vd_vi *vi)
 
 /* ---- receiving ------------------------------------------------------------------------ */
 
-static void cookie_fill(struct vd_shm_cookie *ck, VIP_DESCRIPTOR *d, uint32_t seq)
+/* The sender writes only where the cookie says, so the cookie offers the
+ * registered part of each segment: a segment declared longer than its
+ * registration ends the cookie at the registration's end.  A message that
+ * needs more completes with a length error, which the receiver turns into
+ * a protection error when its declared lengths would have held it. */
+static void cookie_fill(struct vd_vi *vi, struct vd_shm_cookie *ck, VIP_DESCRIPTOR *d,
+			uint32_t seq)
 {
 	uint64_t total = 0;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < d->CS.SegCount; i++) {
 		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		uint64_t room = vd_recv_seg_room(vi, s);
+
 		if (!s->Length)
 			continue;
 		ck->seg[n].addr = (uint64_t)(uintptr_t)vd_pv(s->Data);
-		ck->seg[n].len = s->Length;
-		total += s->Length;
-		n++;
+		ck->seg[n].len = (uint32_t)room;
+		total += room;
+		n += room > 0;
+		if (room < s->Length)
+			break;
 	}
 	ck->seq = seq;
 	ck->nseg = (uint16_t)n;
@@ -731,7 +742,7 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 		}
 		if (q->sent - q->done >= c->depth || !cookie_room(c))
 			break;
-		cookie_fill(&c->rx_cookies[c->rx_cookie_write & (c->depth - 1)], d,
+		cookie_fill(vi, &c->rx_cookies[c->rx_cookie_write & (c->depth - 1)], d,
 			    (uint32_t)q->sent);
 		c->rx_cookie_write++;
 		q->sent++;
@@ -762,6 +773,20 @@ static void scatter(VIP_DESCRIPTOR *d, const uint8_t *src, uint32_t len)
 	}
 }
 
+/* Every byte of a len-byte message lands in registered memory. */
+static bool landing_registered(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t len)
+{
+	for (unsigned i = 0; i < d->CS.SegCount && len; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		uint64_t take = s->Length < len ? s->Length : len;
+
+		if (take > vd_recv_seg_room(vi, s))
+			return false;
+		len -= take;
+	}
+	return true;
+}
+
 static uint64_t desc_room(VIP_DESCRIPTOR *d)
 {
 	uint64_t room = 0;
@@ -772,9 +797,11 @@ static uint64_t desc_room(VIP_DESCRIPTOR *d)
 }
 
 /* Payload of one transfer into the receive descriptor.  -EMSGSIZE: an
- * unchecked inline message longer than the descriptor (nothing written);
- * -EPROTO for anything an honest sender never writes. */
-static int deliver(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, const struct vd_shm_xfer *x)
+ * unchecked inline message longer than the descriptor; -EACCES: it would
+ * land outside the registration (nothing written in either case); -EPROTO
+ * for anything an honest sender never writes. */
+static int deliver(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
+		   const struct vd_shm_xfer *x)
 {
 	uint32_t op = x->status & VIP_STATUS_OP_MASK;
 	uint16_t kind = x->flags & ~VD_XF_UNCHECKED;
@@ -786,6 +813,8 @@ static int deliver(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, const struct vd_shm
 		return x->flags ? -EPROTO : 0;  /* no payload: RDMA immediate */
 	if (x->length > desc_room(d))
 		return x->flags & VD_XF_UNCHECKED ? -EMSGSIZE : -EPROTO;
+	if (kind != VD_XF_DMA && !landing_registered(vi, d, x->length))
+		return -EACCES;
 	if (kind == VD_XF_INLINE) {
 		if (x->length > VD_SHM_INLINE)
 			return -EPROTO;
@@ -808,6 +837,16 @@ static void ring_release(struct vd_shm_conn *c, const struct vd_shm_xfer *x)
 	if ((x->flags & ~VD_XF_UNCHECKED) == VD_XF_RING)
 		atomic_store_explicit(&c->rx->r2.ring_read, x->ring_off + round64(x->length),
 				      memory_order_release);
+}
+
+/* A length error for a message that the receive's declared lengths would
+ * have held: the cookie offered less (cookie_fill), so the bytes would
+ * have landed outside the registration.  x->length is the sender's word,
+ * used for nothing but this choice of status. */
+static bool too_long_for_registration(struct vd_wq *q, const struct vd_shm_xfer *x)
+{
+	return (x->status & VIP_STATUS_LENGTH_ERROR) && x->length &&
+	       q->done < q->sent && x->length <= desc_room(vd_wq_at(q, q->done));
 }
 
 /* Next published transfer, copied out of shared memory, or false. */
@@ -837,7 +876,7 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 		uint32_t status = x.status, len = x.length;
 
 		err = q->done < q->sent && x.seq == c->rx_cookie_taken ?
-		      deliver(c, vd_wq_at(q, q->done), &x) : -EPROTO;
+		      deliver(vi, c, vd_wq_at(q, q->done), &x) : -EPROTO;
 		if (err == -EPROTO) {
 			vd_shm_conn_fail(c, "malformed transfer entry");
 			break;
@@ -845,6 +884,10 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 		if (err == -EMSGSIZE) {         /* nothing written */
 			status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_LENGTH_ERROR;
 			len = 0;
+		} else if (err == -EACCES || too_long_for_registration(q, &x)) {
+			status = VIP_STATUS_OP_RECEIVE | VIP_STATUS_PROTECTION_ERROR;
+			len = 0;
+			err = -EACCES;
 		}
 		ring_release(c, &x);
 		c->rx_xfer_read++;
@@ -857,6 +900,8 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 		n++;
 		if (err == -EMSGSIZE && vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE)
 			vd_shm_conn_fail(c, "message longer than the posted receive");
+		else if (err == -EACCES && vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE)
+			vd_shm_conn_fail(c, "message would land outside the receive's registration");
 		else
 			err = 0;
 	}
