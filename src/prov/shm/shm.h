@@ -39,12 +39,10 @@ struct vd_shm_conn {
 
 	/* Peer's TPT, mapped read-only (VD_TPT_SHARED_BYTES), for RDMA. */
 	const struct vd_tpt_shared *peer_tpt;
-	/* Peer's receive CQ event ring, mapped read-write, or NULL when the
-	 * peer VI's receive queue has no CQ; peer_vi_bits is the event to
-	 * push there (the peer's VI handle | VD_CQR_RECV). */
+	/* Peer's receive CQ doorbell page, mapped read-write, or NULL when
+	 * the peer VI's receive queue has no CQ. */
 	struct vd_cq_ring *peer_rcq;
 	size_t peer_rcq_len;
-	uint64_t peer_vi_bits;
 	VIP_VI_ATTRIBUTES peer_attrs;       /* Ptag is NULL */
 
 	/* Lazy private copies of the other side's indices (CLAN). */
@@ -59,7 +57,8 @@ struct vd_shm_conn {
 	uint32_t rx_cookie_write;           /* rq lock: private mirror */
 	uint32_t rx_cookie_read_lazy;       /* rq lock */
 	uint32_t rx_cookie_taken;           /* rq lock: cookies used so far */
-	uint32_t peer_rcq_cap;              /* validated copy of the ring's */
+	_Atomic uint32_t rx_offered;        /* cookies offered so far (the
+	                                     * bound of cq_announced) */
 	/* Message ring indices, absolute lines (shm_ring.c). */
 	uint32_t msg_write;                 /* sq lock: next free line */
 	uint64_t *msg_dirty;                /* sq lock: bit per tx line whose
@@ -71,6 +70,10 @@ struct vd_shm_conn {
 	                                     * peek returned, 0 = none */
 	struct vd_list cq_link;             /* linked_cq->rings */
 	struct vd_shm_cq *linked_cq;        /* receive CQ listing us, or NULL */
+	/* Under linked_cq->rings_lock: */
+	uint32_t cq_slot;                   /* our doorbell slot in it */
+	uint32_t cq_seen;                   /* cq_announced turned into events */
+	uint64_t cq_vi_bits;                /* the event: VI handle | RECV */
 
 	_Atomic bool broken;                /* set once; no more transfers */
 	bool in_epoll;                      /* service thread watches it */
@@ -87,14 +90,25 @@ struct vd_shm_nic {
  * memfd is handed to peers whose VIs send to a VI bound to this CQ. */
 struct vd_shm_cq {
 	int memfd;
-	struct vd_cq_ring *ring;
+	struct vd_cq_ring *ring;            /* the doorbell page peers write */
 	size_t len;
 	_Atomic int sleepers;               /* threads inside cq_sleep */
 	_Atomic bool closing;
-	/* Connections whose receiving VI is bound to this CQ: their message
-	 * rings count as "something arrived" for viaduct_cq_wait_any. */
+	_Atomic bool rescan;                /* look at every connection */
+	/* Events ready to pop (VI handle | VD_CQR_RECV), in this process's
+	 * memory only: local completions and harvested announcements. */
+	pthread_mutex_t events_lock;
+	uint64_t *events;
+	uint32_t ev_head, ev_tail;          /* free-running; cap VD_CQ_EVENTS */
+	_Atomic uint32_t ev_count;          /* tail - head, for lock-free looks */
+	_Atomic bool overflow;              /* a local event was lost */
+	/* Connections whose receiving VI is bound to this CQ: their
+	 * announcements and message rings (viaduct_cq_wait_any).  Lock order:
+	 * cq lock, rings_lock, events_lock. */
 	pthread_mutex_t rings_lock;
 	struct vd_list rings;               /* vd_shm_conn.cq_link */
+	struct vd_shm_conn **slot_conn;     /* doorbell slot -> connection */
+	uint32_t nslot_conn;                /* entries in slot_conn */
 };
 
 /* ---- service thread (shm_service.c) ---------------------------------------
@@ -138,11 +152,16 @@ void vd_shm_cq_close(struct vd_cq *cq);
 int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
-/* Append an event to a ring (ours or a peer's); -ENOSPC when full. */
-int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev);
-/* Ring the ring's bell if its consumer sleeps (call after a seq_cst
- * publication).  True if it rang. */
+/* Sender side: the announcements of doorbell slot `slot` (< VD_CQR_SLOTS)
+ * are new; rings the bell if the owner sleeps. */
+void vd_cq_ring_signal(struct vd_cq_ring *r, uint32_t slot);
+/* Ring the bell if its owner sleeps (call after a seq_cst publication).
+ * True if it rang. */
 bool vd_cq_ring_wake(struct vd_cq_ring *r);
+/* Give a connection a doorbell slot in its receive CQ / take it back
+ * (harvesting what it announced). */
+int vd_shm_cq_slot_take(struct vd_shm_cq *sc, struct vd_shm_conn *c, uint64_t vi_bits);
+void vd_shm_cq_slot_drop(struct vd_shm_cq *sc, struct vd_shm_conn *c);
 
 /* Moving one message or RDMA (shm_rdma.c); sq lock held.  Fill iovecs for
  * the local data segments [first, SegCount) of a descriptor. */

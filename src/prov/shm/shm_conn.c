@@ -248,16 +248,14 @@ static int map_peer_rcq(struct vd_shm_conn *c, int fd)
 {
 	struct vd_cq_ring *q;
 	size_t size;
-	uint32_t cap;
 
-	if (fd_sized(fd, sizeof(*q), 1u << 30, &size))
+	/* Exactly one doorbell page: every slot we may set is inside it. */
+	if (fd_sized(fd, sizeof(*q), sizeof(*q), &size))
 		return -EPROTO;
 	q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (q == MAP_FAILED)
 		return -errno;
-	cap = q->cap;
-	if (q->magic != VD_CQR_MAGIC || q->version != VD_CQR_VERSION || q->size != size ||
-	    !pow2(cap) || sizeof(*q) + (size_t)cap * sizeof(uint64_t) > size) {
+	if (q->magic != VD_CQR_MAGIC || q->version != VD_CQR_VERSION || q->size != size) {
 		munmap(q, size);
 		return -EPROTO;
 	}
@@ -298,7 +296,6 @@ static int conn_peer_setup(struct vd_shm_conn *c, const struct vd_shm_hs *hs,
 		err = map_peer_rcq(c, fd[2]);
 	if (err)
 		return err;
-	c->peer_vi_bits = hs->vi_bits | VD_CQR_RECV;
 	c->peer_pid = pid;
 	c->pidfd = pidfd_of(pid);
 	hs_attrs(hs, &c->peer_attrs);

@@ -1,81 +1,90 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm provider: completion-queue event rings (the CLAN asynchronous event
- * queue, seed 001 section 3.6).  A CQ's ring lives in a memfd that every
- * peer sending to a VI bound to the CQ maps; the sender appends the event
- * as it delivers, so VipCQDone pops one entry whatever the number of VIs.
+ * shm provider: completion queues (the CLAN asynchronous event queue of
+ * "A Low-Latency VIA over Distributed Shared Memory", section 3.6), made
+ * safe against peers.
+ *
+ * A sender no longer writes events into the receiver's memory.  It counts
+ * what it announced in its own connection region, sets its connection's
+ * bit in the CQ's doorbell page and rings the bell (shm_layout.h).  The
+ * owner harvests: for each connection whose bit is set it compares the
+ * count with what it has already turned into events, checks the count
+ * against the receives it offered on that connection (a sender cannot
+ * complete more), and queues one event per new completion in process-
+ * local memory, naming the VI from its own table.  A count beyond the
+ * bound is a forgery and breaks that connection only.  Events of one VI
+ * keep their order; events of different VIs come in slot order.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <fcntl.h>
-#include <sched.h>
 
 #include "prov/shm/shm.h"
 
-/* Every CQ can hold the largest size VipResizeCQ accepts, twice over. */
-#define VD_CQ_RING_CAP (2u * VD_MAX_CQ_ENTRIES)
+/* Local events a CQ holds: the largest size VipResizeCQ accepts, twice. */
+#define VD_CQ_EVENTS (2u * VD_MAX_CQ_ENTRIES)
+/* A sleeping owner looks at every connection at least this often, so a
+ * peer that clears `waiting` or eats a bit delays a wake-up, never
+ * loses it. */
+#define VD_CQ_SLICE_NS 50000000ull
 
-static size_t ring_bytes(uint32_t cap)
+static int doorbell_map(struct vd_shm_cq *sc)
 {
-	return sizeof(struct vd_cq_ring) + (size_t)cap * sizeof(uint64_t);
-}
+	size_t len = sizeof(struct vd_cq_ring);
 
-static int ring_init_lock(struct vd_cq_ring *r)
-{
-	pthread_mutexattr_t a;
-	int err;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-	/* Robust: a producer killed inside never blocks the others. */
-	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-	err = pthread_mutex_init(&r->m.lock, &a);
-	pthread_mutexattr_destroy(&a);
-	return -err;
-}
-
-int vd_shm_cq_open(struct vd_cq *cq)
-{
-	struct vd_shm_cq *sc = calloc(1, sizeof(*sc));
-	size_t len = ring_bytes(VD_CQ_RING_CAP);
-	int err = -ENOMEM;
-
-	if (!sc)
-		return -ENOMEM;
-	pthread_mutex_init(&sc->rings_lock, NULL);
-	vd_list_init(&sc->rings);
 	sc->memfd = memfd_create("viaduct-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sc->memfd < 0 || ftruncate(sc->memfd, (off_t)len) ||
 	    fcntl(sc->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
-		goto fail;
+		return -errno;
 	sc->ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sc->memfd, 0);
 	if (sc->ring == MAP_FAILED) {
 		sc->ring = NULL;
-		goto fail;
+		return -errno;
 	}
 	sc->len = len;
 	sc->ring->magic = VD_CQR_MAGIC;
 	sc->ring->version = VD_CQR_VERSION;
 	sc->ring->size = (uint32_t)len;
-	sc->ring->cap = VD_CQ_RING_CAP;
-	err = ring_init_lock(sc->ring);
-	if (err)
-		goto fail;
-	cq->prov = sc;
+	sc->ring->slots = VD_CQR_SLOTS;
 	return 0;
-fail:
-	if (!err || err == -ENOMEM)
-		err = errno ? -errno : -ENOMEM;
+}
+
+static void cq_free(struct vd_shm_cq *sc)
+{
 	if (sc->ring)
-		munmap(sc->ring, len);
+		munmap(sc->ring, sc->len);
 	if (sc->memfd >= 0)
 		close(sc->memfd);
 	pthread_mutex_destroy(&sc->rings_lock);
+	pthread_mutex_destroy(&sc->events_lock);
+	free(sc->events);
+	free(sc->slot_conn);
 	free(sc);
-	return err;
+}
+
+int vd_shm_cq_open(struct vd_cq *cq)
+{
+	struct vd_shm_cq *sc = calloc(1, sizeof(*sc));
+	int err;
+
+	if (!sc)
+		return -ENOMEM;
+	sc->memfd = -1;
+	pthread_mutex_init(&sc->rings_lock, NULL);
+	pthread_mutex_init(&sc->events_lock, NULL);
+	vd_list_init(&sc->rings);
+	sc->events = malloc(VD_CQ_EVENTS * sizeof(*sc->events));
+	err = sc->events ? doorbell_map(sc) : -ENOMEM;
+	if (err) {
+		cq_free(sc);
+		return err;
+	}
+	cq->prov = sc;
+	return 0;
 }
 
 static void ring_the_bell(struct vd_cq_ring *r)
@@ -84,9 +93,10 @@ static void ring_the_bell(struct vd_cq_ring *r)
 	vd_futex_wake(&r->b.bell);
 }
 
-/* After publishing (an event or a ring message) with a seq_cst operation:
- * the seq_cst load pairs with vd_shm_cq_sleep()'s arming, so either we
- * see its count and ring, or it sees what we published.  True if rung. */
+/* After publishing (an announcement or a ring message) with a seq_cst
+ * operation: the seq_cst load pairs with vd_shm_cq_sleep()'s arming, so
+ * either we see its count and ring, or it sees what we published.  True
+ * if rung. */
 bool vd_cq_ring_wake(struct vd_cq_ring *r)
 {
 	if (!atomic_load(&r->c.waiting))
@@ -95,9 +105,35 @@ bool vd_cq_ring_wake(struct vd_cq_ring *r)
 	return true;
 }
 
-/* Called with cq->lock held, no VI bound any more (so no ring is
+/* Set a bit unless it is set already: a bit the owner has not taken yet
+ * will make it look (the caller's seq_cst add of cq_announced precedes
+ * this seq_cst load, which precedes the owner's exchange, which precedes
+ * its load of the count), and skipping the RMW keeps the line shared
+ * while the owner is busy. */
+static void set_bit(_Atomic uint64_t *word, uint64_t bit)
+{
+	if (!(atomic_load(word) & bit))
+		atomic_fetch_or(word, bit);
+}
+
+void vd_cq_ring_signal(struct vd_cq_ring *r, uint32_t slot)
+{
+	/* seq_cst throughout: pairs with the owner's exchanges in
+	 * harvest_signalled(), and orders the bits before the load of the
+	 * waiter count in vd_cq_ring_wake(). */
+	if (slot < VD_CQR_SLOTS) {
+		set_bit(&r->pending[slot / 64], 1ull << (slot % 64));
+		set_bit(&r->summary, 1ull << (slot / 64));
+	} else {
+		set_bit(&r->everyone, 1);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	vd_cq_ring_wake(r);
+}
+
+/* Called with cq->lock held, no VI bound any more (so no connection is
  * listed).  Sleepers are woken (the word changes, so none can miss it)
- * and waited for before the ring is unmapped. */
+ * and waited for before the page is unmapped. */
 void vd_shm_cq_close(struct vd_cq *cq)
 {
 	struct vd_shm_cq *sc = cq->prov;
@@ -109,79 +145,235 @@ void vd_shm_cq_close(struct vd_cq *cq)
 	ring_the_bell(sc->ring);
 	while (atomic_load(&sc->sleepers))
 		sched_yield();
-	munmap(sc->ring, sc->len);
-	close(sc->memfd);
-	pthread_mutex_destroy(&sc->rings_lock);
-	free(sc);
+	cq_free(sc);
 }
 
-int vd_cq_ring_push(struct vd_cq_ring *r, uint32_t cap, uint64_t ev)
-{
-	uint32_t w, rd;
-	int e = pthread_mutex_lock(&r->m.lock);
+/* ---- process-local events ------------------------------------------------------ */
 
-	if (e == EOWNERDEAD)
-		pthread_mutex_consistent(&r->m.lock);   /* nothing was published */
-	else if (e)
-		return -e;
-	w = atomic_load_explicit(&r->p.write, memory_order_relaxed);
-	/* Acquire pairs with the consumer's release of read. */
-	rd = atomic_load_explicit(&r->c.read, memory_order_acquire);
-	if (w - rd >= cap) {
-		atomic_store(&r->overflow, 1);
-		pthread_mutex_unlock(&r->m.lock);
-		return -ENOSPC;
-	}
-	atomic_store_explicit(&r->ev[w & (cap - 1)], ev, memory_order_relaxed);
-	/* Release pairs with vd_shm_cq_pop()'s acquire: the event first. */
-	atomic_store_explicit(&r->p.write, w + 1, memory_order_release);
-	pthread_mutex_unlock(&r->m.lock);
-	/* The unlock is only a release: the fence orders our publication
-	 * before vd_cq_ring_wake()'s load of the waiter count. */
-	atomic_thread_fence(memory_order_seq_cst);
-	vd_cq_ring_wake(r);
-	return 0;
+static uint32_t events_room(const struct vd_shm_cq *sc)
+{
+	return VD_CQ_EVENTS - (sc->ev_tail - sc->ev_head);
+}
+
+/* events_lock held. */
+static void events_put(struct vd_shm_cq *sc, uint64_t ev, uint32_t n)
+{
+	while (n--)
+		sc->events[sc->ev_tail++ % VD_CQ_EVENTS] = ev;
+	/* Release pairs with vd_shm_cq_pop()'s lock-free look. */
+	atomic_store_explicit(&sc->ev_count, sc->ev_tail - sc->ev_head, memory_order_release);
 }
 
 int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv)
 {
 	struct vd_shm_cq *sc = cq->prov;
+	int err = 0;
 
 	if (!sc)
 		return -EINVAL;
-	return vd_cq_ring_push(sc->ring, VD_CQ_RING_CAP,
-			       vd_obj_handle_bits(vi) | (recv ? VD_CQR_RECV : 0));
+	pthread_mutex_lock(&sc->events_lock);
+	if (events_room(sc))
+		events_put(sc, vd_obj_handle_bits(vi) | (recv ? VD_CQR_RECV : 0), 1);
+	else
+		err = -ENOSPC;
+	pthread_mutex_unlock(&sc->events_lock);
+	if (err) {
+		atomic_store(&sc->overflow, true);
+		return err;
+	}
+	/* The mutex is only a release: order the event before the load of
+	 * the waiter count (pairs with vd_shm_cq_sleep's arming). */
+	atomic_thread_fence(memory_order_seq_cst);
+	vd_cq_ring_wake(sc->ring);
+	return 0;
 }
+
+/* ---- harvesting announcements ----------------------------------------------------- */
+
+/* Turn what connection c announced since the last look into events.
+ * rings_lock held. */
+static void harvest_conn(struct vd_shm_cq *sc, struct vd_shm_conn *c)
+{
+	/* Acquire pairs with the sender's release add in announce(); the
+	 * bound is loaded after it, so it is at least the bound the sender
+	 * saw (cookies offered only grow; release in vd_shm_recv_publish). */
+	uint32_t announced = atomic_load_explicit(&c->rx->s.cq_announced, memory_order_acquire);
+	uint32_t offered = atomic_load_explicit(&c->rx_offered, memory_order_acquire);
+	uint32_t fresh = announced - c->cq_seen, take;
+
+	if (!fresh || atomic_load(&c->broken))
+		return;
+	if (fresh > offered - c->cq_seen) {
+		vd_shm_conn_fail(c, "completion-queue announcements beyond the receives offered");
+		return;
+	}
+	pthread_mutex_lock(&sc->events_lock);
+	take = events_room(sc) < fresh ? events_room(sc) : fresh;
+	events_put(sc, c->cq_vi_bits, take);
+	pthread_mutex_unlock(&sc->events_lock);
+	c->cq_seen += take;
+	if (take < fresh)
+		atomic_store(&sc->rescan, true);        /* the rest later */
+}
+
+static void harvest_all(struct vd_shm_cq *sc)
+{
+	for (struct vd_list *l = sc->rings.next; l != &sc->rings; l = l->next)
+		harvest_conn(sc, vd_container_of(l, struct vd_shm_conn, cq_link));
+}
+
+/* The connections of one pending word.  A bit whose slot is free (a
+ * stale or forged one) costs a look and nothing else. */
+static void harvest_word(struct vd_shm_cq *sc, uint32_t w)
+{
+	/* Pairs with vd_cq_ring_signal()'s set_bit. */
+	uint64_t bits = w < VD_CQR_WORDS ? atomic_exchange(&sc->ring->pending[w], 0) : 0;
+
+	while (bits) {
+		uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(bits);
+
+		bits &= bits - 1;
+		if (w < VD_CQR_WORDS && slot < sc->nslot_conn && sc->slot_conn[slot])
+			harvest_conn(sc, sc->slot_conn[slot]);
+	}
+}
+
+static void harvest_signalled(struct vd_shm_cq *sc)
+{
+	/* Pairs with vd_cq_ring_signal()'s set_bit: a word whose summary
+	 * bit we take is looked at after it.  Loaded first so that nothing
+	 * signalled costs no RMW. */
+	uint64_t words = atomic_load(&sc->ring->summary);
+
+	if (words)
+		words = atomic_exchange(&sc->ring->summary, 0);
+	while (words) {
+		harvest_word(sc, (uint32_t)__builtin_ctzll(words));
+		words &= words - 1;
+	}
+}
+
+static void harvest(struct vd_shm_cq *sc)
+{
+	pthread_mutex_lock(&sc->rings_lock);
+	if (atomic_exchange(&sc->rescan, false) ||
+	    (atomic_load(&sc->ring->everyone) && atomic_exchange(&sc->ring->everyone, 0)))
+		harvest_all(sc);
+	else
+		harvest_signalled(sc);
+	pthread_mutex_unlock(&sc->rings_lock);
+}
+
+/* ---- doorbell slots ------------------------------------------------------------- */
+
+static int slot_free_index(struct vd_shm_cq *sc, uint32_t *out)
+{
+	uint32_t n = sc->nslot_conn, i;
+	struct vd_shm_conn **t;
+
+	for (i = 0; i < n; i++)
+		if (!sc->slot_conn[i]) {
+			*out = i;
+			return 0;
+		}
+	if (n >= VD_CQR_SLOTS)
+		return -ENOSPC;
+	n = n ? (n * 2 < VD_CQR_SLOTS ? n * 2 : VD_CQR_SLOTS) : 64;
+	t = realloc(sc->slot_conn, n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	memset(t + sc->nslot_conn, 0, (n - sc->nslot_conn) * sizeof(*t));
+	*out = sc->nslot_conn;
+	sc->slot_conn = t;
+	sc->nslot_conn = n;
+	return 0;
+}
+
+/* rings_lock held.  The connection starts with nothing announced.
+ * Without a free slot it gets VD_CQR_SLOTS: its sender then signals
+ * `everyone`. */
+int vd_shm_cq_slot_take(struct vd_shm_cq *sc, struct vd_shm_conn *c, uint64_t vi_bits)
+{
+	uint32_t slot;
+	int err = slot_free_index(sc, &slot);
+
+	c->cq_seen = atomic_load(&c->rx->s.cq_announced);
+	c->cq_vi_bits = vi_bits | VD_CQR_RECV;
+	c->cq_slot = err ? VD_CQR_SLOTS : slot;
+	if (!err)
+		sc->slot_conn[slot] = c;
+	return err;
+}
+
+/* rings_lock held.  What the connection announced is kept as events. */
+void vd_shm_cq_slot_drop(struct vd_shm_cq *sc, struct vd_shm_conn *c)
+{
+	harvest_conn(sc, c);
+	if (c->cq_slot < sc->nslot_conn && sc->slot_conn[c->cq_slot] == c)
+		sc->slot_conn[c->cq_slot] = NULL;
+}
+
+/* ---- the owner's calls -------------------------------------------------------------- */
+
+static bool local_pop(struct vd_shm_cq *sc, uint64_t *ev)
+{
+	bool got;
+
+	pthread_mutex_lock(&sc->events_lock);
+	got = sc->ev_head != sc->ev_tail;
+	if (got) {
+		*ev = sc->events[sc->ev_head++ % VD_CQ_EVENTS];
+		atomic_store_explicit(&sc->ev_count, sc->ev_tail - sc->ev_head,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&sc->events_lock);
+	return got;
+}
+
+static bool signalled(struct vd_shm_cq *sc);
 
 int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *bits, bool *recv)
 {
 	struct vd_shm_cq *sc = cq->prov;
-	struct vd_cq_ring *r;
-	uint32_t rd, w;
 	uint64_t ev;
 
 	if (!sc)
 		return -EAGAIN;
-	r = sc->ring;
-	if (atomic_exchange(&r->overflow, 0))
+	if (atomic_load_explicit(&sc->overflow, memory_order_relaxed) &&
+	    atomic_exchange(&sc->overflow, false))
 		vd_async_error(cq->nic, NULL, cq, NULL, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
-	rd = atomic_load_explicit(&r->c.read, memory_order_relaxed);
-	/* Acquire pairs with vd_cq_ring_push()'s release. */
-	w = atomic_load_explicit(&r->p.write, memory_order_acquire);
-	if (rd == w || w - rd > VD_CQ_RING_CAP)
+	/* An empty poll takes no lock: nothing queued, nothing signalled.
+	 * (A local event is queued before its pusher's seq_cst fence.) */
+	if (!atomic_load_explicit(&sc->ev_count, memory_order_acquire) && !signalled(sc))
 		return -EAGAIN;
-	ev = atomic_load_explicit(&r->ev[rd & (VD_CQ_RING_CAP - 1)], memory_order_relaxed);
-	/* Release pairs with the producers' acquire of read. */
-	atomic_store_explicit(&r->c.read, rd + 1, memory_order_release);
+	if (!local_pop(sc, &ev)) {
+		harvest(sc);
+		if (!local_pop(sc, &ev))
+			return -EAGAIN;
+	}
 	*recv = ev & VD_CQR_RECV;
 	*bits = ev & ~VD_CQR_RECV;
 	return 0;
 }
 
+static bool signalled(struct vd_shm_cq *sc)
+{
+	return atomic_load(&sc->rescan) ||
+	       atomic_load_explicit(&sc->ring->summary, memory_order_relaxed) ||
+	       atomic_load_explicit(&sc->ring->everyone, memory_order_relaxed);
+}
+
+/* Harvests what was signalled, so a forged or stale bit is no event. */
 static bool events_ready(struct vd_shm_cq *sc)
 {
-	/* Acquire pairs with vd_cq_ring_push()'s release of write. */
-	return atomic_load(&sc->ring->p.write) != atomic_load(&sc->ring->c.read);
+	bool ready;
+
+	if (signalled(sc))
+		harvest(sc);
+	pthread_mutex_lock(&sc->events_lock);
+	ready = sc->ev_head != sc->ev_tail;
+	pthread_mutex_unlock(&sc->events_lock);
+	return ready;
 }
 
 /* Non-consuming: an event, or a message in a ring feeding the CQ. */
@@ -198,9 +390,12 @@ bool vd_shm_cq_ready(struct vd_cq *cq)
 }
 
 /* rings: a message in a ring feeding the CQ also ends the sleep
- * (viaduct_cq_wait_any); VipCQWait waits for events only. */
+ * (viaduct_cq_wait_any); VipCQWait waits for events only.  Sleeps at most
+ * one slice, then asks for a look at every connection. */
 int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 {
+	uint64_t slice_end = vd_now_ns() + VD_CQ_SLICE_NS;
+	bool sliced = !deadline || deadline > slice_end;
 	struct vd_shm_cq *sc;
 	struct vd_cq_ring *r;
 	uint32_t bell;
@@ -216,15 +411,20 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 	if (!sc)
 		return 0;
 	r = sc->ring;
-	/* seq_cst RMW pairs with the producers' fence in vd_cq_ring_push
-	 * and exchange in shm_ring.c's publish(): either they see the
-	 * count and ring the bell, or we see what they published. */
+	/* seq_cst RMW pairs with the senders' seq_cst signal, the fence in
+	 * vd_shm_cq_push_local and the exchange in shm_ring.c's publish():
+	 * either they see the count and ring the bell, or we see what they
+	 * published. */
 	atomic_fetch_add(&r->c.waiting, 1);
 	bell = atomic_load(&r->b.bell);
 	if (!events_ready(sc) && !atomic_load(&sc->closing) &&
 	    !(rings && vd_shm_cq_rings_ready(sc)))
-		err = vd_futex_wait(&r->b.bell, bell, deadline);
+		err = vd_futex_wait(&r->b.bell, bell, sliced ? slice_end : deadline);
 	atomic_fetch_sub(&r->c.waiting, 1);
+	if (err == -ETIMEDOUT && sliced) {
+		atomic_store(&sc->rescan, true);
+		err = 0;
+	}
 	atomic_fetch_sub(&sc->sleepers, 1);
 	return err;
 }

@@ -27,12 +27,11 @@
 #define VIADUCT_SHM_LAYOUT_H
 
 #include <assert.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
-#define VD_SHM_VERSION 4u
+#define VD_SHM_VERSION 5u
 #define VD_CACHELINE 64
 
 /* Cookie and transfer slots per direction.  Small on purpose: every
@@ -136,6 +135,8 @@ struct vd_shm_dir {
 	VD_LINE(struct {
 		_Atomic uint32_t rx_flags;      /* VD_RXF_* */
 		_Atomic uint32_t rx_ptag;       /* R's VI ptag id, 0 = any */
+		_Atomic uint32_t rx_cq_slot;    /* R's CQ doorbell slot + 1,
+		                                 * 0 = no CQ */
 	}) ra;
 	/* written by R only around a sleep */
 	VD_LINE(struct {
@@ -145,7 +146,9 @@ struct vd_shm_dir {
 	VD_LINE(struct {
 		_Atomic uint32_t xfer_write;    /* xfers published; R's futex
 		                                 * word (the tripwire) */
-		_Atomic uint32_t cq_announced;  /* xfers announced on R's CQ */
+		_Atomic uint32_t cq_announced;  /* xfers announced: R's CQ
+		                                 * events, never more than the
+		                                 * cookies R offered */
 	}) s;
 	/* written by S; R reads them lazily */
 	VD_LINE(struct {
@@ -178,39 +181,49 @@ struct vd_shm_region {
 static_assert(sizeof(struct vd_shm_region) == VD_CACHELINE + 2 * sizeof(struct vd_shm_dir),
 	      "region layout");
 
-/* ---- completion queue event ring ------------------------------------------
- * Many producers (every peer whose VI sends to a VI bound to this CQ, and
- * the owner for local completions), one consumer (the owner).  Producers
- * serialise on a process-shared robust mutex, so a producer killed inside
- * the critical section never blocks the others (EOWNERDEAD is repaired:
- * nothing was published).  Events are the 64-bit VI handle of the owner's
- * VI, with bit 63 set for the receive queue. */
+/* ---- completion queue doorbell ----------------------------------------------
+ * Every peer whose VI sends to a VI bound to a CQ maps this page read-write,
+ * so nothing in it is trusted, locked or pointed through.  It carries no
+ * events: a sender counts its announced transfers in its own connection
+ * region (vd_shm_dir.s.cq_announced), then sets the bit of the slot the
+ * receiver gave that connection (vd_shm_dir.ra.rx_cq_slot) in `pending`,
+ * that word's bit in `summary` (or, without a slot, `everyone`), and rings
+ * the bell if the owner sleeps.
+ * The owner turns bits into events from its own table of connections and
+ * checks each count against the receives it offered (shm_cq.c).  A peer
+ * that scribbles here can cause spurious wake-ups and scans, or delay a
+ * wake-up by one sleep slice -- never a completion, a crash or a hang. */
 #define VD_CQR_MAGIC 0x76646371u        /* "vdcq" */
-#define VD_CQR_VERSION 2u
-#define VD_CQR_RECV (1ull << 63)
+#define VD_CQR_VERSION 3u
+#define VD_CQR_RECV (1ull << 63)        /* local event: receive queue */
+#define VD_CQR_SLOTS 4096u              /* connections with a slot */
+#define VD_CQR_NO_SLOT (VD_CQR_SLOTS + 1)  /* rx_cq_slot: a CQ, no slot */
+#define VD_CQR_WORDS (VD_CQR_SLOTS / 64)
 
 struct vd_cq_ring {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t size;                  /* bytes of the region */
-	uint32_t cap;                   /* events, power of two */
-	_Atomic uint32_t overflow;      /* an event was lost: catastrophic */
-	uint32_t reserved[11];
-	VD_LINE(pthread_mutex_t lock)  m;   /* producers */
+	uint32_t slots;                 /* VD_CQR_SLOTS */
+	uint32_t reserved[12];
 	VD_LINE(struct {
-		_Atomic uint32_t write;     /* published; the consumer's futex */
-	}) p;
-	VD_LINE(struct {
-		_Atomic uint32_t read;      /* consumed */
-		_Atomic uint32_t waiting;   /* consumer sleeps on b.bell */
+		_Atomic uint32_t waiting;   /* owner sleeps on bell */
 	}) c;
-	/* The consumer's futex word, bumped by a producer that saw `waiting`:
-	 * both event pushes and message-ring sends to a VI bound to the CQ
-	 * ring it (viaduct_cq_wait_any). */
+	/* The owner's futex word, bumped by a sender that saw `waiting`:
+	 * both transfer announcements and message-ring sends to a VI bound
+	 * to the CQ ring it (viaduct_cq_wait_any). */
 	VD_LINE(struct {
 		_Atomic uint32_t bell;
 	}) b;
-	_Atomic uint64_t ev[];
+	/* From here on one line holds the summary and the first 48 slots,
+	 * so a CQ with few connections moves one line per signal. */
+	_Atomic uint64_t summary;       /* bit w: pending[w] may be set */
+	_Atomic uint64_t everyone;      /* a sender without a slot signalled:
+	                                 * look at every connection */
+	_Atomic uint64_t pending[VD_CQR_WORDS];     /* bit per slot */
 };
+static_assert(VD_CQR_WORDS <= 64, "one summary word");
+static_assert(sizeof(struct vd_cq_ring) == 3 * VD_CACHELINE + 16 + 8 * VD_CQR_WORDS,
+	      "CQ page layout");
 
 #endif /* VIADUCT_SHM_LAYOUT_H */

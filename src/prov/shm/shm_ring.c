@@ -229,6 +229,8 @@ void vd_shm_ring_link(struct vd_vi *vi, struct vd_shm_conn *c)
 	if (!sc || c->linked_cq)
 		return;
 	pthread_mutex_lock(&sc->rings_lock);
+	/* Without a slot (all taken) its sender signals `everyone`. */
+	(void)vd_shm_cq_slot_take(sc, c, vd_obj_handle_bits(vi));
 	vd_list_add(&sc->rings, &c->cq_link);
 	c->linked_cq = sc;
 	pthread_mutex_unlock(&sc->rings_lock);
@@ -241,6 +243,7 @@ void vd_shm_ring_unlink(struct vd_shm_conn *c)
 	if (!sc)
 		return;
 	pthread_mutex_lock(&sc->rings_lock);
+	vd_shm_cq_slot_drop(sc, c);
 	vd_list_del(&c->cq_link);
 	c->linked_cq = NULL;
 	pthread_mutex_unlock(&sc->rings_lock);

@@ -97,6 +97,11 @@ static void publish_rx_attrs(struct vd_vi *vi, struct vd_shm_conn *c)
 		f |= VD_RXF_RDMA_READ;
 	atomic_store_explicit(&c->rx->ra.rx_ptag, vi->ptag_id, memory_order_release);
 	atomic_store_explicit(&c->rx->ra.rx_flags, f, memory_order_release);
+	/* Pairs with announce()'s acquire: where to ring for our CQ. */
+	atomic_store_explicit(&c->rx->ra.rx_cq_slot,
+			      !c->linked_cq ? 0 : c->cq_slot < VD_CQR_SLOTS ? c->cq_slot + 1
+								     : VD_CQR_NO_SLOT,
+			      memory_order_release);
 }
 
 /* Idempotent: the acceptor runs it before offering its receives and
@@ -107,14 +112,6 @@ void vd_shm_conn_ready(struct vd_vi *vi)
 	struct vd_shm_conn *c = vi->conn;
 
 	c->vi = vi;
-	if (c->peer_rcq && !c->peer_rcq_cap) {
-		uint32_t cap = c->peer_rcq->cap;
-		if (cap && !(cap & (cap - 1)) &&
-		    sizeof(struct vd_cq_ring) + (size_t)cap * 8 <= c->peer_rcq_len)
-			c->peer_rcq_cap = cap;
-		else
-			c->peer_rcq = NULL;     /* malformed: never write to it */
-	}
 	publish_rx_attrs(vi, c);
 }
 
@@ -429,10 +426,15 @@ static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec
  * of xfer_write, either we see its waiter count, or it sees the index. */
 static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 {
+	/* Pairs with the owner's acquire in harvest_conn(); seq_cst for
+	 * vd_cq_ring_signal()'s set_bit. */
+	atomic_fetch_add(&c->tx->s.cq_announced, n);
 	if (c->peer_rcq) {
-		for (unsigned i = 0; i < n; i++)
-			vd_cq_ring_push(c->peer_rcq, c->peer_rcq_cap, c->peer_vi_bits);
-		atomic_fetch_add_explicit(&c->tx->s.cq_announced, n, memory_order_release);
+		/* Acquire pairs with publish_rx_attrs()'s release. */
+		uint32_t slot = atomic_load_explicit(&c->tx->ra.rx_cq_slot, memory_order_acquire);
+
+		if (slot && slot <= VD_CQR_NO_SLOT)
+			vd_cq_ring_signal(c->peer_rcq, slot - 1);
 	}
 	if (atomic_load(&c->tx->rw.recv_waiting)) {
 		vd_futex_wake(&c->tx->s.xfer_write);
@@ -752,6 +754,10 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 		set_backlog(c, q->sent < q->tail);
 		return 0;
 	}
+	/* Before the sender can see the cookies: the bound harvest_conn()
+	 * checks the sender's announcements against (release pairs with its
+	 * acquire). */
+	atomic_store_explicit(&c->rx_offered, c->rx_cookie_write, memory_order_release);
 	/* The exchange releases the cookies (pairs with cookies_avail()'s
 	 * acquire) and, being seq_cst like the load after it, pairs with the
 	 * sender's seq_cst arming in vd_shm_send_sleep(). */
