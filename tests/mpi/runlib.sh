@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Sourced by tests/test_mpi_*.sh (bash).  $1 of the runner is the build
 # directory.  Provides: mt_need PROG..., mt_run NAME N [ENV=V...] -- PROG ARGS,
-# mt_done.  Ranks counts used by the runners: MT_RANKS (default 1 2 3 4 7).
+# mt_nobody_copy PROG..., mt_done.  Ranks counts used by the runners: MT_RANKS (default 1 2 3 4 7).
 set -u
 B=${1:-${VIADUCT_BUILD:-}}
 VDRUN=$B/tools/vdrun
@@ -10,7 +10,8 @@ MT_TIMEOUT=${MT_TIMEOUT:-60}
 mt_pass=0
 mt_fail=0
 mt_log=$(mktemp /tmp/mpitest.XXXXXX)
-trap 'rm -f "$mt_log"' EXIT
+mt_nobody_dir=
+trap 'rm -f "$mt_log"; [ -z "$mt_nobody_dir" ] || rm -rf "$mt_nobody_dir"' EXIT
 
 # Skip (77) until vdrun and the programs exist in this build.
 mt_need() {
@@ -52,6 +53,28 @@ mt_run() {
 		[ $rc -eq 124 ] && echo "     (timed out after ${MT_TIMEOUT}s)"
 		sed -n '1,40p' "$mt_log" | sed 's/^/     | /'
 	fi
+}
+
+# Tests that run as another user (nobody) cannot reach a build inside a
+# home or mktemp directory (0700): copy vdrun, the named test programs
+# and the libraries into a folder that user can read, and run from
+# there.  Sets MT_NB_VDRUN, MT_NB_DIR and MT_NB_ENV (the LD_LIBRARY_PATH
+# that finds the copied libraries before the programs' RUNPATH).
+mt_nobody_copy() {
+	local p lib
+	mt_nobody_dir=$(mktemp -d /tmp/viaduct-nobody.XXXXXX) || return 1
+	chmod 0755 "$mt_nobody_dir"
+	cp "$VDRUN" "$mt_nobody_dir/" || return 1
+	for p in "$@"; do
+		cp "$(mt_prog "$p")" "$mt_nobody_dir/" || return 1
+	done
+	for lib in "$B"/src/libviaduct.so* "$B"/src/mpi/libviaduct_mpi.so*; do
+		[ -e "$lib" ] && cp -P "$lib" "$mt_nobody_dir/"
+	done
+	chmod -R a+rX "$mt_nobody_dir"
+	MT_NB_DIR=$mt_nobody_dir
+	MT_NB_VDRUN=$mt_nobody_dir/vdrun
+	MT_NB_ENV="LD_LIBRARY_PATH=$mt_nobody_dir"
 }
 
 mt_ok()   { mt_pass=$((mt_pass + 1)); echo "ok   $*"; }
