@@ -467,22 +467,51 @@ static void revoke_locked(struct vd_tpt *t, uint32_t idx, lmm_handle_t *lh,
 	entry_revoke(&t->shared->e[idx]);
 }
 
+/* A registration whose peers would not leave: keep it pinned and its
+ * slot taken, findable by find_draining() for another try. */
+static void keep_draining(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
+			  struct vd_ptag *ptag, VIP_MEM_HANDLE h, const void *addr)
+{
+	pthread_mutex_lock(&nic->lock);
+	nic->tpt.mr[idx].lmm = lh;
+	nic->tpt.mr[idx].ptag = ptag;
+	nic->tpt.mr[idx].draining = h;
+	nic->tpt.mr[idx].draining_addr = addr;
+	pthread_mutex_unlock(&nic->lock);
+}
+
 /* After revoke_locked, with no lock held: wait out peers' RDMAs, unpin,
- * recycle the slot. */
-static void release_revoked(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
-			    struct vd_ptag *ptag)
+ * recycle the slot.  -EBUSY: a live peer stayed inside (h and addr name
+ * the registration for the retry). */
+static int release_revoked(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
+			   struct vd_ptag *ptag, VIP_MEM_HANDLE h, const void *addr)
 {
 	/* Pairs with the initiator's seq_cst fence between its store of
 	 * vd_shm_dir.s2.rdma_active and its vd_tpt_check_remote(): either it
 	 * sees key 0, or mr_quiesce sees its rdma_active. */
 	full_fence();
-	if (nic->ops && nic->ops->mr_quiesce)
-		nic->ops->mr_quiesce(nic, idx);
+	if (nic->ops && nic->ops->mr_quiesce && nic->ops->mr_quiesce(nic, idx)) {
+		keep_draining(nic, idx, lh, ptag, h, addr);
+		return -EBUSY;
+	}
 	lmm_unlock_area(lh);
 	pthread_mutex_lock(&nic->lock);
 	slot_put(&nic->tpt, idx);
 	pthread_mutex_unlock(&nic->lock);
 	vd_ptag_release(ptag);
+	return 0;
+}
+
+/* A registration an earlier VipDeregisterMem left draining. */
+static uint32_t find_draining(struct vd_tpt *t, const void *addr, VIP_MEM_HANDLE h)
+{
+	uint32_t idx = h & IDX_MASK;
+
+	if (!idx || !t->mr[idx].draining || t->mr[idx].draining != h ||
+	    t->mr[idx].draining_addr != addr)
+		return 0;
+	t->mr[idx].draining = 0;
+	return idx;
 }
 
 VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
@@ -497,12 +526,17 @@ VIP_RETURN VipDeregisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
 		return VIP_INVALID_PARAMETER;
 	pthread_mutex_lock(&nic->lock);
 	idx = mr_find(&nic->tpt, VirtualAddress, MemHandle);
+	if (!idx)
+		idx = find_draining(&nic->tpt, VirtualAddress, MemHandle);
 	if (idx)
 		revoke_locked(&nic->tpt, idx, &lh, &ptag);
 	pthread_mutex_unlock(&nic->lock);
 	if (!idx)
 		return VIP_INVALID_PARAMETER;
-	release_revoked(nic, idx, lh, ptag);
+	/* Never success while a peer may still copy: the memory stays
+	 * registered (pinned), and a later call tries again. */
+	if (release_revoked(nic, idx, lh, ptag, MemHandle, VirtualAddress))
+		return VIP_ERROR_RESOURCE;
 	return VIP_SUCCESS;
 }
 
@@ -517,11 +551,14 @@ void vd_tpt_release_all(struct vd_nic *nic)
 		pthread_mutex_lock(&nic->lock);
 		more = nic->tpt.used > 0;
 		lh = nic->tpt.mr[idx].lmm;
+		nic->tpt.mr[idx].draining = 0;
 		if (lh != LMM_HANDLE_INVALID)
 			revoke_locked(&nic->tpt, idx, &lh, &ptag);
 		pthread_mutex_unlock(&nic->lock);
-		if (lh != LMM_HANDLE_INVALID)
-			release_revoked(nic, idx, lh, ptag);
+		/* At close every connection is gone: nobody can hold it. */
+		if (lh != LMM_HANDLE_INVALID &&
+		    release_revoked(nic, idx, lh, ptag, 0, NULL) == -EBUSY)
+			vd_log("vipl: a region stays pinned at VipCloseNic");
 	}
 }
 

@@ -192,6 +192,10 @@ struct vd_mr {
 	lmm_handle_t lmm;
 	struct vd_ptag *ptag;
 	uint32_t next_free;
+	/* Revoked, but a peer may still be copying: still pinned, and
+	 * VipDeregisterMem(draining_addr, draining) tries again. */
+	VIP_MEM_HANDLE draining;
+	const void *draining_addr;
 };
 
 struct vd_tpt {
@@ -293,7 +297,7 @@ struct vd_prov_ops {
 
 	/* Before a registration's memory is released: wait until no peer is
 	 * inside an RDMA on TPT index idx (the key is already revoked). */
-	void (*mr_quiesce)(struct vd_nic *nic, uint32_t idx);
+	int (*mr_quiesce)(struct vd_nic *nic, uint32_t idx);   /* 0 or -EBUSY */
 };
 
 extern const struct vd_prov_ops vd_shm_ops;

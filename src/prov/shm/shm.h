@@ -145,7 +145,19 @@ int vd_shm_recv_progress(struct vd_vi *vi);
 int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 void vd_shm_wake(struct vd_vi *vi);
-void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx);
+int vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx);
+/* Bytes [off, off+len) of a scatter list, as a new list. */
+unsigned vd_shm_iov_slice(const struct iovec *src, unsigned n, uint64_t off,
+			  uint64_t len, struct iovec *out);
+/* The peer process has exited. */
+bool vd_shm_peer_dead(const struct vd_shm_conn *c);
+/* Copy total bytes to (write) or from the peer, in chunks; before each
+ * chunk after the first: the connection still up, the peer alive, and
+ * recheck (if any) passing.  0, -EIO, or recheck's error. */
+int vd_shm_copy(struct vd_shm_conn *c, const struct iovec *l, unsigned nl,
+		const struct iovec *r, unsigned nr, uint64_t total, bool write,
+		int (*recheck)(struct vd_shm_conn *c, uint64_t off, uint64_t len, void *arg),
+		void *arg);
 
 int vd_shm_cq_open(struct vd_cq *cq);
 void vd_shm_cq_close(struct vd_cq *cq);

@@ -10,11 +10,23 @@
  * revokes the key and then waits until no initiator announces that
  * handle (vd_shm_mr_quiesce).  With a seq_cst fence on both sides, either
  * the initiator sees the revoked key, or the target sees the announcement
- * and waits for the copy to end.
+ * and waits for the copy to end.  Copies go in chunks and the initiator
+ * checks the key again before each, so it leaves within one chunk.
+ *
+ * What the target cannot do is stop a same-user process that passed its
+ * check and then stalls (stopped, or hostile): it may still write later.
+ * So a deregistration whose holder stays inside breaks the holder's
+ * connection after VD_QUIESCE_BREAK_NS and fails with -EBUSY after
+ * VD_QUIESCE_GIVE_UP_NS, the region revoked but still pinned and its
+ * memory still the application's to keep; it never reports success while
+ * a live peer may be copying.  A retry waits again.
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "prov/shm/shm.h"
 
@@ -39,29 +51,89 @@ static int rdma_permitted(struct vd_shm_conn *c, VIP_MEM_HANDLE h, uint64_t addr
 				   write ? VD_TPT_RDMA_WRITE : VD_TPT_RDMA_READ);
 }
 
+/* ---- copies between the two processes ---------------------------------------- */
+
+/* One chunk of a cross-process copy: long enough that the syscall costs
+ * nothing next to it (a 4 MiB copy takes 0.3-1 ms), short enough that
+ * the peer's death or a revocation is noticed within about a millisecond. */
+#define VD_SHM_COPY_CHUNK (4ull << 20)
+
+/* The peer process has exited (its connection may still look fine). */
+bool vd_shm_peer_dead(const struct vd_shm_conn *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	if (c->pidfd >= 0)
+		return poll(&p, 1, 0) > 0;
+	return kill(c->peer_pid, 0) != 0 && errno == ESRCH;
+}
+
+int vd_shm_copy(struct vd_shm_conn *c, const struct iovec *l, unsigned nl,
+		const struct iovec *r, unsigned nr, uint64_t total, bool write,
+		int (*recheck)(struct vd_shm_conn *c, uint64_t off, uint64_t len, void *arg),
+		void *arg)
+{
+	for (uint64_t off = 0; off < total;) {
+		uint64_t len = total - off < VD_SHM_COPY_CHUNK ? total - off : VD_SHM_COPY_CHUNK;
+		struct iovec lp[VD_MAX_SEGS], rp[VD_MAX_SEGS];
+		unsigned nlp = vd_shm_iov_slice(l, nl, off, len, lp);
+		unsigned nrp = vd_shm_iov_slice(r, nr, off, len, rp);
+		ssize_t n;
+		int err;
+
+		if (off && (atomic_load(&c->broken) || vd_shm_peer_dead(c)))
+			return -EIO;
+		if (off && recheck && (err = recheck(c, off, len, arg)) != 0)
+			return err;
+		n = write ? process_vm_writev(c->peer_pid, lp, nlp, rp, nrp, 0)
+			  : process_vm_readv(c->peer_pid, lp, nlp, rp, nrp, 0);
+		if (n != (ssize_t)len)
+			return -EIO;
+		off += len;
+	}
+	/* A long copy into a process that died meanwhile landed nowhere. */
+	if (total > VD_SHM_COPY_CHUNK && vd_shm_peer_dead(c))
+		return -EIO;
+	return 0;
+}
+
+/* ---- RDMA ------------------------------------------------------------------------ */
+
+struct rdma_check {
+	VIP_MEM_HANDLE h;
+	uint64_t raddr;
+	bool write;
+};
+
+/* Between chunks: the region may have been revoked meanwhile. */
+static int rdma_recheck(struct vd_shm_conn *c, uint64_t off, uint64_t len, void *arg)
+{
+	const struct rdma_check *k = arg;
+
+	return rdma_permitted(c, k->h, k->raddr + off, len, k->write) ? -EACCES : 0;
+}
+
 /* Check and copy with the handle announced; 0, -EACCES (refused: nothing
- * moved), -EIO (the copy failed or was short). */
+ * moved, or revoked during the copy), -EIO (the copy failed or was short,
+ * or the peer died). */
 static int rdma_move(struct vd_shm_conn *c, VIP_DESCRIPTOR *d, VIP_MEM_HANDLE h,
 		     uint64_t raddr, uint64_t total, bool write)
 {
 	struct iovec l[VD_MAX_SEGS], r = { (void *)(uintptr_t)raddr, total };
+	struct rdma_check k = { h, raddr, write };
 	unsigned nl = vd_shm_local_iov(d, 1, l);
-	ssize_t n = 0;
 	int err;
 
 	atomic_store_explicit(&c->tx->s2.rdma_active, h ? h : 1, memory_order_relaxed);
-	/* Pairs with the fence in VipDeregisterMem after it revokes the key. */
+	/* Pairs with the fence in VipDeregisterMem after it revokes the key;
+	 * the same announcement covers the checks between chunks. */
 	atomic_thread_fence(memory_order_seq_cst);
-	err = rdma_permitted(c, h, raddr, total, write);
-	if (!err && total) {
-		n = write ? process_vm_writev(c->peer_pid, l, nl, &r, 1, 0)
-			  : process_vm_readv(c->peer_pid, l, nl, &r, 1, 0);
-		if (n != (ssize_t)total)
-			err = -EIO;
-	}
+	err = rdma_permitted(c, h, raddr, total, write) ? -EACCES : 0;
+	if (!err)
+		err = vd_shm_copy(c, l, nl, &r, 1, total, write, rdma_recheck, &k);
 	/* Release pairs with vd_shm_mr_quiesce()'s loads: the copy is over. */
 	atomic_store_explicit(&c->tx->s2.rdma_active, 0, memory_order_release);
-	return err == -EIO ? -EIO : (err ? -EACCES : 0);
+	return err;
 }
 
 /* A write with immediate needs a receive at the target before any byte
@@ -133,4 +205,70 @@ int vd_shm_rdma(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d)
 				VIP_STATUS_OP_REMOTE_RDMA_WRITE | VIP_STATUS_IMMEDIATE);
 	vd_wq_complete_send(vi, 0);
 	return 0;
+}
+
+/* ---- revocation ---------------------------------------------------------------- */
+
+#define VD_QUIESCE_BREAK_NS 100000000ull        /* 100 ms: break the holder */
+#define VD_QUIESCE_GIVE_UP_NS 1000000000ull     /* 1 s: fail, keep the pin */
+
+/* Peers of this NIC inside an RDMA on TPT index idx; those in for longer
+ * than VD_QUIESCE_BREAK_NS lose their connection.  A broken connection
+ * still counts while its process lives: a stalled copy may resume. */
+static unsigned quiesce_holders(struct vd_nic *nic, uint32_t idx, bool break_them,
+				pid_t *who)
+{
+	unsigned holders = 0;
+
+	/* Lock order nic -> queue, as everywhere; both held only to look. */
+	pthread_mutex_lock(&nic->lock);
+	for (struct vd_list *l = nic->vis.next; l != &nic->vis; l = l->next) {
+		struct vd_vi *vi = vd_container_of(l, struct vd_vi, nic_link);
+		struct vd_shm_conn *c;
+
+		vd_lock(&vi->rq.lock);
+		c = vi->conn;
+		if (c) {
+			/* seq_cst: pairs with the initiator's fence after its
+			 * store (rdma_move). */
+			uint32_t a = atomic_load(&c->rx->s2.rdma_active);
+
+			if (a && (a & (VD_TPT_MAX - 1)) == idx && !vd_shm_peer_dead(c)) {
+				holders++;
+				*who = c->peer_pid;
+				if (break_them && !atomic_load(&c->broken))
+					vd_shm_conn_fail(c, "stays inside an RDMA on a region "
+							 "being deregistered");
+			}
+		}
+		vd_unlock(&vi->rq.lock);
+	}
+	pthread_mutex_unlock(&nic->lock);
+	return holders;
+}
+
+/* Wait until no peer is inside an RDMA on TPT index idx.  The caller
+ * revoked the key and issued a seq_cst fence; pairs with the initiator's
+ * store of rdma_active + fence before it reads the TPT.  No lock is held
+ * while waiting.  0, or -EBUSY: a live peer stayed inside. */
+int vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
+{
+	uint64_t t0 = vd_now_ns();
+	pid_t who = 0;
+
+	for (unsigned spins = 0;; spins++) {
+		uint64_t waited = vd_now_ns() - t0;
+
+		if (!quiesce_holders(nic, idx, waited > VD_QUIESCE_BREAK_NS, &who))
+			return 0;
+		if (waited > VD_QUIESCE_GIVE_UP_NS) {
+			vd_log("shm: pid %d stays inside an RDMA on a region being "
+			       "deregistered; it stays registered", (int)who);
+			return -EBUSY;
+		}
+		if (spins < 64)
+			sched_yield();  /* an honest copy ends within a chunk */
+		else
+			usleep(1000);
+	}
 }

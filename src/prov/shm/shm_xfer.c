@@ -280,7 +280,7 @@ unsigned vd_shm_local_iov(VIP_DESCRIPTOR *d, unsigned first, struct iovec *iov)
 }
 
 /* Bytes [off, off+len) of a scatter list, as a new list. */
-static unsigned iov_slice(const struct iovec *src, unsigned n, uint64_t off,
+unsigned vd_shm_iov_slice(const struct iovec *src, unsigned n, uint64_t off,
 			  uint64_t len, struct iovec *out)
 {
 	unsigned k = 0;
@@ -392,15 +392,14 @@ static uint32_t move_payload(struct vd_vi *vi, struct vd_shm_conn *c, struct vd_
 			     uint32_t len, const struct ck_snap *s, bool pio)
 {
 	struct iovec part[VD_MAX_SEGS], rem[VD_MAX_SEGS];
-	unsigned np = iov_slice(src, nsrc, off, len, part);
+	unsigned np = vd_shm_iov_slice(src, nsrc, off, len, part);
 
 	if (pio && pio_payload(vi, c, x, part, np, len, 0) == 0)
 		return 0;
 	x->flags = VD_XF_DMA;
 	vi->stats.dma_sends++;
 	unsigned nr = cookie_iov(s, len, rem);
-	ssize_t n = len ? process_vm_writev(c->peer_pid, part, np, rem, nr, 0) : 0;
-	return n == (ssize_t)len ? 0 : VIP_STATUS_TRANSPORT_ERROR;
+	return vd_shm_copy(c, part, np, rem, nr, len, true, NULL, NULL) ? VIP_STATUS_TRANSPORT_ERROR : 0;
 }
 
 /* One part of a message into cookie k: the payload, then the slot. */
@@ -1002,47 +1001,3 @@ void vd_shm_wake(struct vd_vi *vi)
 	vd_futex_wake(&c->rx->s.xfer_write);
 	vd_futex_wake(&c->tx->r.cookie_write);
 }
-
-/* ---- revocation ------------------------------------------------------------------------- */
-
-static bool peer_gone(const struct vd_shm_conn *c)
-{
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
-
-	if (atomic_load(&c->broken))
-		return true;
-	if (c->pidfd >= 0)
-		return poll(&p, 1, 0) > 0;
-	return kill(c->peer_pid, 0) != 0 && errno == ESRCH;
-}
-
-/* Wait until no peer is inside an RDMA on TPT index idx.  The caller
- * revoked the key and issued a seq_cst fence; pairs with the initiator's
- * store of rdma_active + fence before it reads the TPT (shm_rdma.c). */
-void vd_shm_mr_quiesce(struct vd_nic *nic, uint32_t idx)
-{
-	/* Lock order nic -> queue, as everywhere. */
-	pthread_mutex_lock(&nic->lock);
-	for (struct vd_list *l = nic->vis.next; l != &nic->vis; l = l->next) {
-		struct vd_vi *vi = vd_container_of(l, struct vd_vi, nic_link);
-		uint64_t give_up = vd_now_ns() + 5000000000ull;
-		struct vd_shm_conn *c;
-
-		vd_lock(&vi->rq.lock);
-		c = vi->conn;
-		while (c) {
-			uint32_t a = atomic_load(&c->rx->s2.rdma_active);
-			if (!a || (a & (VD_TPT_MAX - 1)) != idx || peer_gone(c))
-				break;
-			if (vd_now_ns() > give_up) {
-				vd_log("shm: pid %d stays inside an RDMA; revoking anyway",
-				       (int)c->peer_pid);
-				break;
-			}
-			sched_yield();
-		}
-		vd_unlock(&vi->rq.lock);
-	}
-	pthread_mutex_unlock(&nic->lock);
-}
-
