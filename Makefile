@@ -30,8 +30,8 @@ PYTHON ?= /usr/bin/python3
 # Extra bench_lmm options, e.g. BENCH_ARGS=--quick; bench_vipl gets the same
 # unless VIPL_BENCH_ARGS says otherwise (e.g. VIPL_BENCH_ARGS="--only cq"),
 # and bench/mpi/run.sh its --quick unless MPI_BENCH_ARGS says otherwise.
-# run.sh installs Open MPI from Debian when it is missing (as the issue's
-# comparison needs; make deps does not, to keep make test lean); add
+# run.sh installs Open MPI from Debian when it is missing (as the comparison
+# with them needs; make deps does not, to keep make test lean); add
 # MPI_BENCH_ARGS=--no-install to skip what is missing instead.
 BENCH_ARGS ?=
 VIPL_BENCH_ARGS ?= $(BENCH_ARGS)

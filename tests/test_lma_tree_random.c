@@ -2,7 +2,7 @@
 /*
  * Description: the Locked Memory Area tree (src/lmm/lma_tree.h).
  *
- * 1. Deterministic: the five intersection cases of seed 000's figure 3
+ * 1. Deterministic: the five intersection cases of the LMM paper's figure 3
  *    (new area before, after, inside, containing, overlapping one end of an
  *    existing LMA), identical and adjacent ranges, a new area spanning
  *    several LMAs and gaps as in figure 4, a sub that is not fully covered,

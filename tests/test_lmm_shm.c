@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: locking shared memory from two processes (seed 000, section
+ * Description: locking shared memory from two processes (the LMM paper, section
  * 4: every process locks its own mapping and keeps its own counts).  For a
  * System V segment, a memfd, a /dev/shm file and MAP_SHARED|MAP_ANONYMOUS
  * memory inherited by fork, processes A (parent) and B (child) lock the

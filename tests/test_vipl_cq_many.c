@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: one completion queue for many VIs (issue 3, "CQ with many
+ * Description: one completion queue for many VIs ("CQ with many
  * VIs").  64 connections between two processes.  In the parent every VI's
  * receive queue feeds one CQ and every send queue another.  The child
  * sends 4 messages on every VI, interleaved across VIs; the parent takes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: a peer that dies or leaves (issue 3, "Faults").  Each case
+ * Description: a peer that dies or leaves ("Faults").  Each case
  * runs in a fresh "survivor" process forked from main (main never touches
  * VIPL, so every survivor starts with clean library state), which forks its
  * "victim" before opening its own NIC, connects to it and then:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Description: memory handles are unguessable and die with their
- * registration (issue 3, "memory handles unguessable (not sequential), a
+ * registration ("memory handles unguessable (not sequential), a
  * generation per registration").  One process:
  *  - 1000 registrations give 1000 distinct handles with no common stride
  *    (no delta between consecutive handles repeats more than 1% of the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: RDMA protection (issue 3, "Protection").  Two processes; the
+ * Description: RDMA protection ("Protection").  Two processes; the
  * parent initiates RDMA writes and reads, the child is the target.  Every
  * case runs on a fresh connection (a refused RDMA breaks a reliable one):
  *   wrong memory handle (random, zero, stale after deregistration, another

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: deregistration revokes at once (issue 3, "deregistration
+ * Description: deregistration revokes at once ("deregistration
  * revokes at once").  The parent keeps two 256 KiB RDMA writes in flight
  * into a region of the child, back to back.  The child waits until writes
  * land, calls VipDeregisterMem while they continue, and as soon as it

@@ -4,7 +4,7 @@
  * queues see nothing), write with immediate (consumes one receive at the
  * target: OP_REMOTE_RDMA_WRITE | IMMEDIATE and the value), read, gather
  * for RDMA write, and targets in plain malloc'ed memory registered on the
- * fly (seed 002).  The target uses a real ptag on its VI and memory; the
+ * fly (the SCI paper).  The target uses a real ptag on its VI and memory; the
  * initiator a NULL-ptag VI and NULL memory attributes (client leniency).
  */
 #include "viptest.h"

@@ -6,7 +6,7 @@
  * segments); zero-byte messages with SegCount 0 and immediate data;
  * immediate data on every message and its absence; CS.Length on receive;
  * FIFO order of many messages; buffers in plain malloc'ed and stack
- * memory registered on the fly (seed 002).  Both dialects of descriptor
+ * memory registered on the fly (the SCI paper).  Both dialects of descriptor
  * member names are used.
  */
 #include "viptest.h"

@@ -6,7 +6,7 @@
  *   vdrun -n N prog args : -n M prog2 args2 ...      (MPMD, as mpiexec)
  *
  * The ranks are vdrun's own children (a rank may only touch the memory of
- * its job: the permission model of seed 004).  Each gets one end of a
+ * its job: the permission model of the MPICH-PM/CLUMP paper).  Each gets one end of a
  * socketpair in PMI_FD, and PMI_RANK / PMI_SIZE, and vdrun serves the PMI-1
  * wire protocol on the other ends (the same lines MPICH's Hydra speaks, so
  * the ranks also start under mpiexec.hydra): a key-value space per job,

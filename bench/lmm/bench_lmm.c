@@ -2,11 +2,11 @@
 /*
  * bench_lmm -- figures for the Locked Memory Manager, not asserts.
  *
- * Reproduces on this machine what seed 000 (Seifert & Rehm, "Reliably
+ * Reproduces on this machine what the LMM paper (Seifert & Rehm, "Reliably
  * Locking System V Shared Memory ...") measured in Tables 1 and 2 and
  * figure 8, next to raw mlock(2)+munlock(2) of the same range, plus the
  * pin-down cache, the cost of unlocking one of N overlapping registrations
- * and seed 002's physical-contiguity statistic.  Prints tables, writes one
+ * and the SCI paper's physical-contiguity statistic.  Prints tables, writes one
  * long-format CSV for bench/lmm/plot.py, and ends with a targets section
  * that says "met" or "NOT met" from the numbers actually measured.
  *
@@ -41,7 +41,7 @@
 #define NR_SIZES 13 /* 4 KiB .. 16 MiB, powers of two */
 #define PAGEMAP_PFN_MASK ((UINT64_C(1) << 55) - 1)
 #define PAGEMAP_PRESENT (UINT64_C(1) << 63)
-#define CONTIG_PAGES 4096 /* seed 002, section III.A */
+#define CONTIG_PAGES 4096 /* the SCI paper, section III.A */
 #define RULE_WIDTH 116
 
 /* ------------------------------------------------------------------ */
@@ -240,10 +240,10 @@ static const char *const case_names[NR_REGION_KINDS] = {
 };
 
 static const char *const case_titles[NR_REGION_KINDS] = {
-	"[1a] private anonymous memory, pre-faulted  (seed 000 figure 8)",
-	"[1b] System V shared segment, first registration  (seed 000 Table 2)",
+	"[1a] private anonymous memory, pre-faulted  (the LMM paper's figure 8)",
+	"[1b] System V shared segment, first registration  (the LMM paper's Table 2)",
 	"[1c] System V shared segment already registered by another process"
-	"  (seed 000 Table 1)",
+	"  (the LMM paper's Table 1)",
 	"[1d] memfd MAP_SHARED mapping",
 	"[1e] private anonymous memory again, with the pin-down cache's monitor"
 	" running",
@@ -391,7 +391,7 @@ struct reg_result {
 
 static struct reg_result results[NR_REGION_KINDS][NR_SIZES];
 
-/* Seed 000, Tables 1 and 2: Pentium III 450 MHz, Linux 2.4.0, in us. */
+/* The LMM paper, Tables 1 and 2: Pentium III 450 MHz, Linux 2.4.0, in us. */
 static const double paper_table1[NR_SIZES][2] = {
 	{ 6.9, 4.4 }, { 8.4, 4.7 }, { 10.8, 5.3 }, { 15.8, 6.7 },
 	{ 25.5, 9.3 }, { 47.2, 14.8 }, { 87.8, 25.9 }, { 177, 49.5 },
@@ -1225,7 +1225,7 @@ static void section_overlap(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Section 4: physical contiguity of a user buffer (seed 002, III.A)   */
+/* Section 4: physical contiguity of a user buffer (the SCI paper, III.A)   */
 
 struct contiguity {
 	size_t pages, contiguous_pairs, blocks, mismatches;
@@ -1327,7 +1327,7 @@ static void print_contiguity_summary(const struct contiguity *c, int n)
 		hi = fmax(hi, x);
 	}
 	printf("  median %.2f%% contiguous (min %.2f%%, max %.2f%%) over %d "
-	       "buffers; seed 002 saw < 1%% on Linux 2.4\n",
+	       "buffers; the SCI paper saw < 1%% on Linux 2.4\n",
 	       samples_median(&share), lo, hi, n);
 	csv_row("contiguity", "median", CONTIG_PAGES, "contiguous_share_pct",
 		samples_median(&share));
@@ -1357,7 +1357,7 @@ static void section_contiguity(void)
 	int rc = lockable(len) ? 0 : -ENOMEM, done = 0;
 
 	printf("\n[4] physically contiguous neighbouring pages in %d-page malloc'd"
-	       " buffers (MADV_NOHUGEPAGE; seed 002, III.A)\n", CONTIG_PAGES);
+	       " buffers (MADV_NOHUGEPAGE; the SCI paper, III.A)\n", CONTIG_PAGES);
 	/* All buffers stay allocated until the end, so that none recycles
 	 * another's pages through malloc's free lists. */
 	for (; rc == 0 && done < CONTIG_BUFFERS; done++) {

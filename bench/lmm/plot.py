@@ -65,7 +65,7 @@ def plot_ratio(ax, data):
 
 
 def plot_paper(ax, data):
-    """Seed 000 Tables 1 and 2 (PIII 450 MHz, Linux 2.4) against this run."""
+    """The LMM paper's Tables 1 and 2 (PIII 450 MHz, Linux 2.4) against this run."""
     for case in ("shm_first", "shm_registered"):
         label, color = CASE_STYLE[case]
         for section, style, who in (("paper", "s--", "paper"), ("register", "o-", "here")):
@@ -77,7 +77,7 @@ def plot_paper(ax, data):
     kib_axis(ax)
     ax.set_yscale("log")
     ax.set_ylabel("register + deregister (us)")
-    ax.set_title("Seed 000 Tables 1/2 vs this machine")
+    ax.set_title("The LMM paper's Tables 1/2 vs this machine")
     ax.legend(fontsize=7)
 
 

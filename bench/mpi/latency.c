@@ -10,7 +10,7 @@
  * runs of (run time) / (2 x round trips), in microseconds.
  *
  * The last column is the ping-pong bandwidth, size / half round trip (the
- * way seed 004's Table 4 derives bandwidth and half-bandwidth point).
+ * way the MPICH-PM/CLUMP paper's Table 4 derives bandwidth and half-bandwidth point).
  *
  * Plain MPI: builds with vdcc, mpicc.openmpi, mpicc.mpich.  Exactly two
  * ranks.

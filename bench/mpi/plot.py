@@ -7,8 +7,8 @@
 The CSV is long format: section,case,x,metric,value (docs/bench-mpi.md).
 Panels: ping-pong latency; windowed bandwidth; bidirectional bandwidth;
 MPI_Allreduce latency (viaduct, Open MPI and MPICH, plus viaduct with each
-protocol forced where measured); viaduct / others with the issue-4 targets;
-seed 004 figure 5 (process_vm_readv against memcpy).
+protocol forced where measured); viaduct / others with the project's targets;
+the MPICH-PM/CLUMP paper's figure 5 (process_vm_readv against memcpy).
 """
 import os
 import sys
@@ -102,7 +102,7 @@ def figure5_panel(ax, data):
         ax.text(0.5, 0.5, "not measured", ha="center", transform=ax.transAxes)
     mpi_axis(ax)
     ax.set_ylabel("MB/s (10^6 B/s)")
-    ax.set_title("Seed 004 figure 5: the one-copy primitive vs memcpy", fontsize=10)
+    ax.set_title("The MPICH-PM/CLUMP paper's figure 5: the one-copy primitive vs memcpy", fontsize=10)
 
 
 def main():

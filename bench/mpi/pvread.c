@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mpi_pvread -- seed 004 figure 5 on this machine: the bandwidth of the
+ * mpi_pvread -- the MPICH-PM/CLUMP paper's figure 5 on this machine: the bandwidth of the
  * one-copy primitive against memcpy.  The paper's primitive is
  * _pmVmRead (an ioctl on /dev/pmvm, ~5 us per call); today's is
  * process_vm_readv(2), what viaduct's get protocol uses.

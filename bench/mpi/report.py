@@ -5,8 +5,8 @@
     /usr/bin/python3 bench/mpi/report.py [--targets-to-csv] mpi.csv
 
 Prints viaduct, Open MPI and MPICH side by side with ratios to viaduct,
-seed 004's Table 4 (viaduct with each protocol forced), figure 5
-(process_vm_readv against memcpy) and the targets of issue 4.  With
+the MPICH-PM/CLUMP paper's Table 4 (viaduct with each protocol forced), figure 5
+(process_vm_readv against memcpy) and the project's targets.  With
 --targets-to-csv the targets are appended to the CSV as rows of section
 "targets" (the plot draws them).  Standard library only.
 """
@@ -21,7 +21,7 @@ from plotlib import MIB, context_text, fmt, load, print_table, ratio, size_name 
 
 IMPLS = (("viaduct", "viaduct"), ("openmpi", "Open MPI"), ("mpich", "MPICH"))
 PROTOS = (("viaduct_eager", "eager"), ("viaduct_get", "get"), ("viaduct_rndv", "rendezvous"))
-# Seed 004 Table 4, within an SMP node (LBP cluster, 1999); rendezvous was
+# The MPICH-PM/CLUMP paper's Table 4, within an SMP node (LBP cluster, 1999); rendezvous was
 # only measured between nodes there.
 SEED = {
     "eager": (8.62, 48.03, 0.3),
@@ -82,7 +82,7 @@ def table4(data):
     cols = [p for p in PROTOS if data.get(("latency", p[0], "half_rtt_us"))]
     if not cols:
         return
-    head = [("", 34)] + [(n, 15) for _, n in cols] + [("seed 004: eager / get / rndv", 30)]
+    head = [("", 34)] + [(n, 15) for _, n in cols] + [("the MPICH-PM/CLUMP paper: eager / get / rndv", 30)]
     rows = []
     lat = {k: data[("latency", k, "half_rtt_us")] for k, _ in cols}
     pp = {k: {s: s / v for s, v in lat[k].items() if s > 0 and v > 0} for k, _ in cols}
@@ -106,7 +106,7 @@ def table4(data):
     rows.append(["largest size, ping-pong / windowed"] +
                 ["%s / %s" % (size_name(max(lat[k])), size_name(max(win[k])) if win[k] else "-")
                  for k, _ in cols] + ["(a failed run stops early)"])
-    print_table("Table 4 (seed 004) on this machine: viaduct, protocol forced with "
+    print_table("Table 4 (the MPICH-PM/CLUMP paper) on this machine: viaduct, protocol forced with "
                 "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, as "
                 "the seed; * rendezvous between nodes there)", head, rows)
 
@@ -121,19 +121,19 @@ def figure5(data):
     for s in sorted(pv):
         rows.append([size_name(s), fmt(pv[s]), fmt(us.get(s), 3), fmt(mc.get(s)),
                      fmt(ratio(pv[s], mc.get(s)))])
-    print_table("Figure 5 (seed 004): one-copy primitive process_vm_readv vs memcpy",
+    print_table("Figure 5 (the MPICH-PM/CLUMP paper): one-copy primitive process_vm_readv vs memcpy",
                 [("size", 8), ("pvreadv MB/s", 13), ("us/call", 9), ("memcpy MB/s", 12),
                  ("ratio", 6)], rows)
     small = [us[s] for s in sorted(us) if s <= 512]
     half, top = half_point(pv)
     big = [pv[s] / mc[s] for s in sorted(pv) if s >= MIB and mc.get(s)]
     reach = [s for s in sorted(pv) if mc.get(s) and pv[s] >= 0.5 * mc[s]]
-    print("  cost of one call (median over sizes <= 512 B): %s us (seed 004: _pmVmRead's "
+    print("  cost of one call (median over sizes <= 512 B): %s us (the MPICH-PM/CLUMP paper: _pmVmRead's "
           "ioctl, 5 us)" % (fmt(sorted(small)[len(small) // 2], 3) if small else "-"))
     print("  process_vm_readv reaches half its maximum (%s MB/s) at %s" %
           (fmt(top), size_name(int(half)) if half else "-"))
     print("  first size at >= 0.5 x memcpy: %s; from 1 MiB up: %s x memcpy "
-          "(seed 004: same as memcpy above 3 KB)\n" %
+          "(the MPICH-PM/CLUMP paper: same as memcpy above 3 KB)\n" %
           (size_name(reach[0]) if reach else "none",
            "%s-%s" % (fmt(min(big)), fmt(max(big))) if big else "-"))
 
@@ -167,7 +167,7 @@ def targets(data):
 
 
 def print_targets(rows):
-    print("Targets (issue 4; the same run)")
+    print("Targets (the same run)")
     print("  %-16s %-8s %-8s %-8s %s" % ("target", "ratio", "bound", "verdict", "figures"))
     for name, _, _, r, bound, v, text in rows:
         rel = "<=" if name == "latency_8b" else ">="

@@ -6,8 +6,8 @@
 # Builds the plain MPI sources of bench/mpi with viaduct's vdcc, Open MPI's
 # mpicc.openmpi and MPICH's mpicc.mpich, runs each on 2 ranks bound to
 # cores 0 and 1, and prints the three side by side with ratios to viaduct,
-# then seed 004's Table 4 (viaduct with each protocol forced), figure 5
-# (process_vm_readv against memcpy) and the targets of issue 4.  Writes
+# then the MPICH-PM/CLUMP paper's Table 4 (viaduct with each protocol forced), figure 5
+# (process_vm_readv against memcpy) and the project's targets.  Writes
 # OUT/mpi.csv and OUT/mpi.png.
 #
 # Usage: bench/mpi/run.sh [--build DIR] [--out DIR] [--quick] [--impl LIST]
@@ -66,7 +66,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "run.sh: no build tree $BUILD" >&2; exit 2; }
+BUILD_ABS=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "run.sh: no build tree at '$BUILD' (run make build first, or pass --build DIR)" >&2; exit 2; }
+BUILD=$BUILD_ABS
 OUT=${OUT:-$BUILD/bench-results}
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
@@ -235,7 +236,7 @@ for prog in $PROGS; do
 done
 
 if [ $TABLE4 = 1 ] && want viaduct; then
-	# Seed 004 Table 4: each protocol forced (VIADUCT_MPI_PROTOCOL).  The
+	# The MPICH-PM/CLUMP paper's Table 4: each protocol forced (VIADUCT_MPI_PROTOCOL).  The
 	# engine sends eager only up to VIADUCT_MPI_EAGER_MAX, so the eager
 	# column runs in two parts: up to the switch point as configured, and
 	# above it with the switch point raised to EAGER_MAX (larger eager

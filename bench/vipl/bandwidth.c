@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bandwidth.c -- seed 001 figure 6: bandwidth against message size, a
+ * bandwidth.c -- the CLAN VIA paper's figure 6: bandwidth against message size, a
  * 10 MB transfer per point, four receive buffers at the receiver, and
  * credit-based flow control the classic way: the sender starts with one
  * credit per receive buffer, spends one per message, and the receiver
@@ -25,7 +25,7 @@
 
 #include "bench_vipl.h"
 
-#define NR_BUFS 4               /* receive buffers (seed 001: four) */
+#define NR_BUFS 4               /* receive buffers (the CLAN VIA paper: four) */
 #define CREDIT_BATCH 2          /* receiver returns credits in pairs */
 #define NR_CREDIT_RECVS 8       /* sender's receives for credit messages */
 #define NR_SENDS 8              /* send descriptors in flight at most */
@@ -526,7 +526,7 @@ void section_bandwidth(void)
 			res.bw_mbs[c][si] = NAN;
 		res.bw_raw_mbs[si] = res.bw_auto_ratio[si] = dma_share[si] = NAN;
 	}
-	printf("\n[3] seed 001 figure 6: bandwidth, %zu MiB (at least %d "
+	printf("\n[3] the CLAN VIA paper's figure 6: bandwidth, %zu MiB (at least %d "
 	       "messages) per run, %d receive buffers,\n    credits returned "
 	       "every %d receives; AUTO+FC: VIADUCT_VI_FLOW_CONTROL instead of "
 	       "credits;\n    raw pvw: the same messages by process_vm_writev "

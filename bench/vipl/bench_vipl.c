@@ -2,7 +2,7 @@
 /*
  * bench_vipl -- figures for VIPL over the shm provider, not asserts.
  *
- * Reproduces on this machine what seed 001 (the CLAN VIA paper) measured
+ * Reproduces on this machine what the CLAN VIA paper measured
  * in section 4: Table 1 (small-message latency with PIO, DMA and the
  * automatic choice), figure 6 (bandwidth against message size with
  * credit-based flow control) and figure 7 (completion-queue server
@@ -67,7 +67,7 @@ static void print_context(void)
 	char buf[512];
 	struct utsname u;
 
-	puts("viaduct bench_vipl -- VIPL over the shm provider (seed 001 "
+	puts("viaduct bench_vipl -- VIPL over the shm provider (the CLAN VIA paper "
 	     "section 4)");
 	print_rule(RULE_WIDTH);
 	read_first_match("/proc/cpuinfo", "model name", buf, sizeof(buf));

@@ -45,7 +45,7 @@ struct options {
 	int lat_iters;          /* round trips per latency run (polling) */
 	int lat_wait_iters;     /* round trips per run with VipRecvWait */
 	int bw_runs;            /* runs per bandwidth point */
-	size_t bw_bytes;        /* bytes per bandwidth run (10 MB in seed 001) */
+	size_t bw_bytes;        /* bytes per bandwidth run (10 MB in the CLAN VIA paper) */
 	int bw_min_msgs;        /* at least this many messages per run */
 	int cq_runs;            /* measurement windows per N */
 	double cq_window_s;     /* seconds per window */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * cq.c -- seed 001 figure 7: a server accepts N connections and binds
+ * cq.c -- the CLAN VIA paper's figure 7: a server accepts N connections and binds
  * every VI's receive queue to one completion queue; it takes events from
  * the CQ (VipCQDone polling, or VipCQWait), reaps the receive, and echoes
  * the message.  One client process simulates N clients: it sends small
@@ -447,7 +447,7 @@ void section_cq(void)
 	res.nr_cq = 0;
 	for (int n = 1; n <= opt.cq_max_conns && res.nr_cq < MAX_CQ_POINTS; n *= 2)
 		res.cq_n[res.nr_cq++] = n;
-	printf("\n[4] seed 001 figure 7: completion-queue server, one CQ for all "
+	printf("\n[4] the CLAN VIA paper's figure 7: completion-queue server, one CQ for all "
 	       "receive queues,\n    one %d-byte request outstanding per "
 	       "connection, echoed; requests/s counted by the\n    server in "
 	       "%d windows of %.2f s after a %.2f s warm-up (median)\n",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * latency.c -- seed 001 Table 1: half round trip of 0, 4 and 40 bytes,
+ * latency.c -- the CLAN VIA paper's Table 1: half round trip of 0, 4 and 40 bytes,
  * reliable delivery, receives pre-posted, with the data path forced to
  * PIO (inline in the transfer queue), forced to DMA (process_vm_writev
  * into the receive buffer), or chosen by the provider (AUTO); completion
@@ -294,7 +294,7 @@ static void run_lat_case(enum lat_case c)
 
 void section_latency(void)
 {
-	printf("\n[2] seed 001 Table 1: half round trip, reliable delivery, %d "
+	printf("\n[2] the CLAN VIA paper's Table 1: half round trip, reliable delivery, %d "
 	       "receives pre-posted;\n    median of %d runs of %d round trips "
 	       "(%d with VipRecvWait); each run paired with a\n    busy-poll run "
 	       "of as many round trips (\"floor\"); \"x floor\" is the median "

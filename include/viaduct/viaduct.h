@@ -27,7 +27,7 @@ const char *viaduct_strerror(int err);
 
 #endif /* VIADUCT_VIADUCT_H */
 
-/* ---- VIPL extensions (seed 001 section 3.7) -------------------------------
+/* ---- VIPL extensions (the CLAN VIA paper's section 3.7) -------------------------------
  * Declared once <vipl.h> is included (it includes this header), in either
  * order; they never change
  * standard VIPL behaviour: a VI whose flags are 0 behaves as VIA says. */
@@ -37,12 +37,12 @@ const char *viaduct_strerror(int err);
 extern "C" {
 #endif
 
-/* Flow control (seed 001 3.7.1): a send, or RDMA write with immediate, that
+/* Flow control (the CLAN VIA paper 3.7.1): a send, or RDMA write with immediate, that
  * finds no receive posted at the peer waits in the send queue, in order,
  * until one is posted -- instead of being dropped or breaking the
  * connection.  Only the sending VI needs the flag. */
 #define VIADUCT_VI_FLOW_CONTROL 0x1u
-/* Request splitting (seed 001 3.7.2): a message larger than the first
+/* Request splitting (the CLAN VIA paper 3.7.2): a message larger than the first
  * posted receive continues in the following receive descriptors.  Set on
  * the receiving VI.  Every descriptor but the last of a message completes
  * with VIADUCT_STATUS_MORE set; Length is the bytes placed in that one. */

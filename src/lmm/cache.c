@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pin-down registration cache (Tezuka et al., IPPS 1998; seed 004).
+ * Pin-down registration cache (Tezuka et al., IPPS 1998; the MPICH-PM/CLUMP paper).
  *
  * An entry owns one LMM registration and a use count.  Valid entries sit in
  * an interval index (a treap ordered by start, augmented with the largest

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The Locked Memory Area tree: a set of disjoint intervals [start, end) with
- * a positive count, ordered by address (seed 000, figure 3; the paper's
+ * a positive count, ordered by address (the LMM paper, figure 3; the paper's
  * "future work" balanced tree).  Internally a treap with lazy range-add, so
  * adding or removing one registration costs O(log n) plus O(log n) per run
  * whose count crosses zero -- independent of how many other registrations

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Registrations and the public lock/unlock API (seed 000 section 2).
+ * Registrations and the public lock/unlock API (the LMM paper's section 2).
  *
  * Each registration is a handle slot recording its page range; the lock
  * counts live in the LMA tree, whose callbacks make the only mlock/munlock

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The three protocols of seed 004 over VIPL:
+ * The three protocols of the MPICH-PM/CLUMP paper over VIPL:
  *   eager       header + data through a pre-posted receive buffer (the
  *               VI's flow control makes the posted buffers the credits);
  *   get         the sender exposes its buffer (RTS with address and

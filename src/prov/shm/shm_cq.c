@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shm provider: completion queues (the CLAN asynchronous event queue of
- * "A Low-Latency VIA over Distributed Shared Memory", section 3.6), made
- * safe against peers.
+ * the CLAN VIA paper, section 3.6), made safe against peers.
  *
  * A sender no longer writes events into the receiver's memory.  It counts
  * what it announced in its own connection region, sets its connection's

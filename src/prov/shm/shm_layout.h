@@ -18,7 +18,7 @@
  *     pio ring (pio_bytes)          sender -> receiver: inline payloads
  *     message ring (msg_bytes)      sender -> receiver: viaduct_ring_send
  *
- * The CLAN distributed message queue (seed 001 figure 4): the producer
+ * The CLAN distributed message queue (the CLAN VIA paper's figure 4): the producer
  * owns write_i, the consumer owns read_i, each keeps a lazy private copy
  * of the other's index and re-reads the shared one only when the queue
  * looks full (producer) or empty (consumer).

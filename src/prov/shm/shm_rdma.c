@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shm provider: RDMA write and read into arbitrary registered user memory
- * of the peer (seed 002 as VIA RDMA).  The initiator checks the target's
+ * of the peer (the SCI paper as VIA RDMA).  The initiator checks the target's
  * translation-and-protection table, which the target publishes read-only,
  * then moves the bytes with one process_vm_writev / process_vm_readv.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shm provider data path: send-directed transfer (seed 001 section 3.3).
+ * shm provider data path: send-directed transfer (the CLAN VIA paper's section 3.3).
  *
  * A posted receive is offered to the sender as a cookie (its segments);
  * a send takes the next cookie, moves the data -- inline in the transfer
@@ -553,7 +553,7 @@ int vd_shm_plan_send(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total, un
 
 /* The inline fast path needs only to know that a receive is posted, not
  * where: the sender never reads the cookie, so its cache line stays with
- * the receiver, and a small message costs one line transfer (seed 001's
+ * the receiver, and a small message costs one line transfer (the CLAN VIA paper's
  * PIO, minus the remote mapping).  Not for Reliable Reception (the sender
  * must learn of a length error) nor when the receiver splits messages. */
 static bool fast_eligible(struct vd_vi *vi, struct vd_shm_conn *c, uint64_t total)
