@@ -454,16 +454,16 @@ static void acc_unoffer(struct vd_vi *vi, struct vd_shm_conn *c)
 }
 
 
-static void service_start(struct vd_shm_conn *c)
+/* Hand the connection to the service thread, which notices the peer's
+ * death and notices; a connection it cannot watch is refused. */
+static int watch_or_refuse(struct vd_shm_conn *c)
 {
 	int err = vd_shm_service_add(c);
 
-	if (err) {
-		/* Nobody would notice the peer's death: refuse to pretend. */
-		vd_log("shm: cannot watch connection to pid %d: %s", (int)c->peer_pid,
-		       strerror(-err));
-		vd_vi_conn_broken(c->vi, VIP_ERROR_CONN_LOST);
-	}
+	if (err)
+		vd_log("shm: cannot watch the connection to pid %d (%s): refused",
+		       (int)c->peer_pid, strerror(-err));
+	return err;
 }
 
 /* ---- acceptor ------------------------------------------------------------------------ */
@@ -503,6 +503,28 @@ static int acc_begin(struct vd_shm_pend *p, struct vd_conn_req *r)
 	return 0;
 }
 
+/* The requester confirmed.  The connection is watched before it counts
+ * as up: one nobody watches would never notice the peer's death, so a
+ * failure to watch refuses it -- and the shutdown tells the requester,
+ * whose VI already counts as Connected. */
+static int acc_finish(struct vd_shm_pend *p)
+{
+	struct vd_shm_conn *c = p->c;
+	int err;
+
+	c->sock = p->sock;
+	err = watch_or_refuse(c);
+	if (err) {
+		shutdown(p->sock, SHUT_RDWR);
+		c->sock = -1;
+		return err;
+	}
+	p->sock = -1;
+	p->c = NULL;
+	vd_vi_connected(p->vi);
+	return 0;
+}
+
 /* -EAGAIN until the requester's answer is there. */
 static int acc_confirm(struct vd_shm_pend *p)
 {
@@ -519,13 +541,7 @@ static int acc_confirm(struct vd_shm_pend *p)
 		return -hs.err;
 	if (hs.type != VD_HS_CONFIRM)
 		return -EPROTO;
-	struct vd_shm_conn *c = p->c;
-	c->sock = p->sock;
-	p->sock = -1;
-	p->c = NULL;
-	vd_vi_connected(p->vi);
-	service_start(c);
-	return 0;
+	return acc_finish(p);
 }
 
 static bool match_peer(const struct vd_conn_req *r, const void *arg)
@@ -620,12 +636,17 @@ static int req_finish(struct vd_shm_pend *p, const struct vd_shm_hs *hs,
 
 	if (!err)
 		err = probe(p->pid, hs);
+	if (!err) {
+		c->vi = p->vi;
+		c->sock = p->sock;
+		err = watch_or_refuse(c);       /* before anyone counts on it */
+		if (err)
+			c->sock = -1;
+	}
 	if (err) {
 		vd_shm_send_type(p->sock, VD_HS_FAIL, -err);
 		return err;
 	}
-	c->vi = p->vi;
-	c->sock = p->sock;
 	p->sock = -1;
 	p->c = NULL;
 	close(p->region_fd);            /* mapped; no more attempts */
@@ -633,7 +654,6 @@ static int req_finish(struct vd_shm_pend *p, const struct vd_shm_hs *hs,
 	vi_set_conn(c->vi, c);
 	vd_vi_connected(c->vi);         /* our receives offered, Connected */
 	(void)vd_shm_send_hs(c->sock, &ok, NULL, 0);   /* lost: EOF there */
-	service_start(c);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,24 @@ static int listen_on(const struct vd_shm_addr *a)
 	return fd;
 }
 
+/* A descriptor kept in reserve: at the fd limit, accept() fails with
+ * EMFILE and leaves the request queued, so the listening socket stays
+ * readable and a poller would spin.  Giving up the reserve lets us take
+ * the request and refuse it, so the requester learns at once. */
+static _Atomic int g_spare_fd = -1;
+static _Atomic unsigned g_listeners;    /* the reserve lives while any do */
+
+static void spare_fd_ensure(void)
+{
+	int fd;
+
+	if (atomic_load(&g_spare_fd) >= 0)
+		return;
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !atomic_compare_exchange_strong(&g_spare_fd, &(int){ -1 }, fd))
+		close(fd);
+}
+
 int vd_shm_listener_get(struct vd_shm_nicx *nx, const struct vd_shm_addr *a,
 			struct vd_shm_listener **out)
 {
@@ -384,6 +403,8 @@ int vd_shm_listener_get(struct vd_shm_nicx *nx, const struct vd_shm_addr *a,
 	}
 	l->fd = fd;
 	l->addr = *a;
+	atomic_fetch_add(&g_listeners, 1);
+	spare_fd_ensure();
 	cond_init_mono(&l->cond);
 	vd_list_init(&l->queue);
 	vd_list_add(&nx->pub.listeners, &l->link);
@@ -405,6 +426,12 @@ static void listener_free(struct vd_shm_listener *l)
 	for (unsigned i = 0; i < l->nraw; i++)
 		close(l->raw[i]);
 	close(l->fd);
+	if (atomic_fetch_sub(&g_listeners, 1) == 1) {
+		int spare = atomic_exchange(&g_spare_fd, -1);
+
+		if (spare >= 0)
+			close(spare);
+	}
 	vd_list_del(&l->link);
 	pthread_cond_destroy(&l->cond);
 	free(l);
@@ -412,12 +439,32 @@ static void listener_free(struct vd_shm_listener *l)
 
 /* ---- reading requests (the polling waiter, no lock held) -------------------------- */
 
+static void shed_one(struct vd_shm_listener *l)
+{
+	int spare = atomic_exchange(&g_spare_fd, -1), s;
+
+	if (spare < 0) {
+		usleep(10000);  /* no reserve: at least do not spin */
+		return;
+	}
+	close(spare);
+	s = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (s >= 0) {
+		vd_log("shm: at the file descriptor limit: refusing a connection request");
+		vd_shm_send_type(s, VD_HS_FAIL, EMFILE);
+		close(s);
+	}
+	spare_fd_ensure();
+}
+
 static void accept_all(struct vd_shm_listener *l)
 {
 	for (;;) {
 		int s = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		pid_t pid;
 
+		if (s < 0 && (errno == EMFILE || errno == ENFILE))
+			shed_one(l);
 		if (s < 0)
 			return;         /* EAGAIN, or ECONNABORTED etc.: next round */
 		if (vd_shm_peer_check(s, &pid) || l->nraw == VD_SHM_RAW_MAX) {
