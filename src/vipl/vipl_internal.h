@@ -32,7 +32,7 @@
 
 /* ---- limits reported by VipQueryNic and enforced ------------------------ */
 #define VD_NIC_ADDR_LEN 6
-#define VD_MAX_DISCRIMINATOR 32       /* hex-encoded into a socket name */
+#define VD_MAX_DISCRIMINATOR 32       /* base64-encoded into a socket name */
 #define VD_MAX_SEGS 16                /* data segments per descriptor */
 #define VD_MAX_TRANSFER (1ul << 30)   /* bytes per descriptor */
 #define VD_MAX_QUEUE_DESC 65536       /* posted descriptors per work queue */

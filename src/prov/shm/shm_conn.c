@@ -590,11 +590,14 @@ static int req_prepare(struct vd_shm_pend *p)
 static int req_attempt(struct vd_shm_pend *p)
 {
 	struct sockaddr_un sa;
-	socklen_t len = vd_shm_sockname(&sa, &p->remote);
+	socklen_t len;
 	struct vd_shm_hs hs;
-	int fds[VD_HS_MAX_FDS], n, err;
-	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fds[VD_HS_MAX_FDS], n, err = vd_shm_sockname(&sa, &p->remote, &len);
+	int s;
 
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
 	if (connect(s, (struct sockaddr *)&sa, len)) {

@@ -6,7 +6,9 @@
  *
  * Rendezvous: every listening address (host + discriminator) is an
  * abstract SOCK_SEQPACKET Unix socket named
- *     "\0viaduct-vipl/<euid>/<hex(host bytes, discriminator bytes)>"
+ *     "\0viaduct-vipl/<euid>/<secret>/<hex(host bytes, discriminator bytes)>"
+ * where <secret> is this user's, from a private file (shm_name.c), so
+ * another user can neither guess nor take the name.
  * created on the first VipConnectWait / peer wait for that address and
  * kept until VipCloseNic, so requests queue in its backlog between waits.
  * Abstract names leave nothing in the filesystem and vanish with the
@@ -224,7 +226,9 @@ bool vd_shm_addr_eq(const struct vd_shm_addr *a, const struct vd_shm_addr *b);
 int vd_shm_addr_cmp(const struct vd_shm_addr *a, const struct vd_shm_addr *b);
 /* Host part is this node: 0, else -EHOSTUNREACH. */
 int vd_shm_addr_local(const struct vd_shm_addr *a);
-socklen_t vd_shm_sockname(struct sockaddr_un *sa, const struct vd_shm_addr *a);
+/* The abstract socket name of a listening address (shm_name.c): 0, or
+ * -EACCES and friends when this user's secret cannot be had. */
+int vd_shm_sockname(struct sockaddr_un *sa, const struct vd_shm_addr *a, socklen_t *len);
 
 /* Socket helpers.  Sockets are non-blocking. */
 int vd_shm_send_hs(int sock, const struct vd_shm_hs *hs, const int *fds, int nfds);

@@ -97,28 +97,6 @@ int vd_shm_addr_local(const struct vd_shm_addr *a)
 	return 0;
 }
 
-socklen_t vd_shm_sockname(struct sockaddr_un *sa, const struct vd_shm_addr *a)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t n = (size_t)a->host_len + a->disc_len;
-	char *p = sa->sun_path + 1;
-	int len;
-
-	static_assert(1 + 13 + 10 + 1 + 2 * (VD_NIC_ADDR_LEN + VD_MAX_DISCRIMINATOR) <=
-		      sizeof(sa->sun_path),
-		      "socket name fits");
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	/* Abstract: leading NUL, no terminator counted. */
-	len = snprintf(p, sizeof(sa->sun_path) - 1, "viaduct-vipl/%u/", (unsigned)geteuid());
-	p += len;
-	for (size_t i = 0; i < n; i++) {
-		*p++ = hex[a->b[i] >> 4];
-		*p++ = hex[a->b[i] & 15];
-	}
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)(p - sa->sun_path));
-}
-
 int vd_shm_wait_fd(int fd, uint64_t deadline)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
@@ -348,16 +326,20 @@ static void cond_init_mono(pthread_cond_t *c)
 static int listen_on(const struct vd_shm_addr *a)
 {
 	struct sockaddr_un sa;
-	socklen_t len = vd_shm_sockname(&sa, a);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	socklen_t len;
+	int fd, err = vd_shm_sockname(&sa, a, &len);
 
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, VD_SHM_BACKLOG)) {
-		int err = -errno;
+		err = -errno;
 		close(fd);
 		if (err == -EADDRINUSE)
-			vd_log("shm: address already listened on by another NIC or process");
+			vd_log("shm: address already listened on by another NIC or process "
+			       "of this user");
 		return err;
 	}
 	return fd;
