@@ -80,6 +80,7 @@ static uint32_t one_op(int op, unsigned delay_us)
 	struct killer k;
 	pthread_t th;
 	uint64_t v, raddr;
+	uint32_t status;
 	void *buf = big_buffer();
 	int sv[2];
 	pid_t pid;
@@ -123,6 +124,7 @@ static uint32_t one_op(int op, unsigned delay_us)
 	close(vt_fd);
 	vt_fd = -1;
 	VDT_CHECK(o == d);
+	status = d->CS.Status;
 	VipDisconnect(s.vi);
 	VipDestroyVi(s.vi);
 	s.vi = NULL;
@@ -130,7 +132,7 @@ static uint32_t one_op(int op, unsigned delay_us)
 	VipDeregisterMem(s.nic, buf, lmh);
 	vt_side_close(&s);
 	munmap(buf, BIG);
-	return d->CS.Status;
+	return status;
 }
 
 int main(void)
