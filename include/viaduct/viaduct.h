@@ -141,6 +141,17 @@ VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vi);
  * sleeps.  VIP_SUCCESS, VIP_TIMEOUT, VIP_INVALID_PARAMETER. */
 VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE cq, VIP_ULONG timeout);
 
+/* ---- registration without pinning --------------------------------------------
+ * Like VipRegisterMem -- a handle, bounds, ptag and RDMA rights in the
+ * protection table, revoked at once by VipDeregisterMem -- but the memory
+ * is not locked, so RLIMIT_MEMLOCK does not limit it.  Only for providers
+ * that move data by virtual address (shm: process_vm_readv/writev), where
+ * a pin buys nothing; others answer VIP_INVALID_PARAMETER and need
+ * VipRegisterMem.  Page lists of such a region are not stable. */
+VIP_RETURN viaduct_register_mem_unpinned(VIP_NIC_HANDLE nic, VIP_PVOID addr,
+					 VIP_ULONG length, const VIP_MEM_ATTRIBUTES *attrs,
+					 VIP_MEM_HANDLE *mh);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "engine.h"
@@ -71,6 +72,8 @@ static struct {
 	size_t pool_len;
 	VIP_MEM_HANDLE pool_mh;
 	size_t eager_max;
+	bool pin;                       /* VIADUCT_MPI_PIN=1: message buffers
+	                                 * are pinned, as for an RDMA NIC */
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
@@ -247,12 +250,27 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 	}
 }
 
+/* VIADUCT_MPI_PIN: 0 (default) or 1; anything else is refused. */
+static int pin_mode(bool *pin)
+{
+	const char *e = getenv("VIADUCT_MPI_PIN");
+
+	*pin = e && strcmp(e, "1") == 0;
+	if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1"))
+		return 0;
+	fprintf(stderr, "viaduct MPI: VIADUCT_MPI_PIN='%s': use 0 (message buffers are "
+		"not pinned) or 1 (pinned, limited by RLIMIT_MEMLOCK)\n", e);
+	return -EINVAL;
+}
+
 int vd_wire_init(void)
 {
 	size_t emax = env_size("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT);
 	uint8_t *cursor;
-	int err;
+	int err = pin_mode(&W.pin);
 
+	if (err)
+		return err;
 	W.eager_max = emax < 64 ? 64 : emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : emax;
 	if (VipOpenNic("/dev/via_lo", &W.nic) != VIP_SUCCESS)
 		return -ENODEV;
@@ -315,15 +333,42 @@ void vd_wire_finalize(void)
 
 /* ---- registration -------------------------------------------------------------------- */
 
+/* Say once why a message buffer could not be registered, with numbers. */
+static void pin_failed(size_t len)
+{
+	static bool said;
+	struct rlimit rl;
+
+	if (said || getrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	said = true;
+	fprintf(stderr, "viaduct MPI: rank %d: cannot register a %zu-byte message buffer%s: "
+		"RLIMIT_MEMLOCK is %llu bytes.  Raise it (ulimit -l, or memlock in "
+		"/etc/security/limits.conf)%s.\n", vd_mpi.rank, len,
+		W.pin ? " pinned (VIADUCT_MPI_PIN=1)" : "",
+		(unsigned long long)rl.rlim_cur,
+		W.pin ? ", or unset VIADUCT_MPI_PIN: this provider needs no pins" : "");
+}
+
 int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
 		     VIP_MEM_HANDLE *mh)
 {
 	VIP_MEM_ATTRIBUTES ma = { NULL, rdma_write ? VIP_TRUE : VIP_FALSE,
 				  rdma_read ? VIP_TRUE : VIP_FALSE };
 
+	VIP_RETURN r;
+
 	if (!len)
 		len = 1;
-	return VipRegisterMem(W.nic, addr, len, &ma, mh) == VIP_SUCCESS ? 0 : -ENOMEM;
+	/* The shm provider copies by virtual address: a pin would only count
+	 * against RLIMIT_MEMLOCK (8 MiB by default for users). */
+	r = W.pin ? VIP_INVALID_PARAMETER
+		  : viaduct_register_mem_unpinned(W.nic, addr, len, &ma, mh);
+	if (r == VIP_INVALID_PARAMETER)
+		r = VipRegisterMem(W.nic, addr, len, &ma, mh);
+	if (r != VIP_SUCCESS)
+		pin_failed(len);
+	return r == VIP_SUCCESS ? 0 : -ENOMEM;
 }
 
 void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh)

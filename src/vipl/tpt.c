@@ -422,37 +422,69 @@ static VIP_MEM_HANDLE publish(struct vd_nic *nic, void *addr, VIP_ULONG len,
 	return idx ? key << VD_TPT_IDX_BITS | idx : 0;
 }
 
-VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
-			  VIP_ULONG Length, VIP_MEM_ATTRIBUTES *MemAttrs,
-			  VIP_MEM_HANDLE *MemHandle)
+/* An lmm handle that stands for "not pinned" (never a real handle: its
+ * slot index would be 2^32 - 1 with generation 2^32 - 1). */
+#define VD_LMM_UNPINNED (~(lmm_handle_t)0)
+
+static void unpin(lmm_handle_t lh)
+{
+	if (lh != VD_LMM_UNPINNED)
+		lmm_unlock_area(lh);
+}
+
+static VIP_RETURN register_mem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
+			       VIP_ULONG Length, const VIP_MEM_ATTRIBUTES *MemAttrs,
+			       VIP_MEM_HANDLE *MemHandle, bool pin)
 {
 	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
-	lmm_handle_t lh = LMM_HANDLE_INVALID;
+	lmm_handle_t lh = VD_LMM_UNPINNED;
 	struct vd_ptag *ptag;
 	VIP_MEM_HANDLE mh;
 	int err;
 
-	if (!nic || !VirtualAddress || !Length || !MemHandle)
+	if (!nic || !VirtualAddress || !Length || !MemHandle ||
+	    (uintptr_t)VirtualAddress + Length < (uintptr_t)VirtualAddress)
 		return VIP_INVALID_PARAMETER;
-	err = attr_ptag(nic, MemAttrs, &ptag);
+	err = attr_ptag(nic, (VIP_MEM_ATTRIBUTES *)MemAttrs, &ptag);
 	if (err)
 		return vd_ret(err);
 	/* Pin outside nic->lock: mlock can take long. */
-	err = lmm_lock_area(VirtualAddress, Length, &lh);
+	err = pin ? lmm_lock_area(VirtualAddress, Length, &lh) : 0;
 	if (err) {
 		vd_ptag_release(ptag);
 		/* -EOVERFLOW (range wraps) is a bad parameter; -ENOMEM and
 		 * -EPERM (memlock limit) are resources; -EFAULT unmapped. */
 		return vd_ret(err == -EOVERFLOW ? -EINVAL : err);
 	}
-	mh = publish(nic, VirtualAddress, Length, ptag, attr_flags(MemAttrs), lh);
+	mh = publish(nic, VirtualAddress, Length, ptag, attr_flags((VIP_MEM_ATTRIBUTES *)MemAttrs), lh);
 	if (!mh) {
-		lmm_unlock_area(lh);
+		unpin(lh);
 		vd_ptag_release(ptag);
 		return VIP_ERROR_RESOURCE;      /* VD_TPT_MAX - 1 regions */
 	}
 	*MemHandle = mh;
 	return VIP_SUCCESS;
+}
+
+VIP_RETURN VipRegisterMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
+			  VIP_ULONG Length, VIP_MEM_ATTRIBUTES *MemAttrs,
+			  VIP_MEM_HANDLE *MemHandle)
+{
+	return register_mem(NicHandle, VirtualAddress, Length, MemAttrs, MemHandle, true);
+}
+
+VIP_RETURN viaduct_register_mem_unpinned(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
+					 VIP_ULONG Length, const VIP_MEM_ATTRIBUTES *MemAttrs,
+					 VIP_MEM_HANDLE *MemHandle)
+{
+	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
+
+	if (nic && !(nic->ops->caps & VD_PROV_MOVES_BY_ADDRESS)) {
+		vd_log("vipl: provider %s needs pinned memory: use VipRegisterMem",
+		       nic->ops->name);
+		return VIP_INVALID_PARAMETER;
+	}
+	return register_mem(NicHandle, VirtualAddress, Length, MemAttrs, MemHandle, false);
 }
 
 /* Revoke slot idx (nic->lock held): peers and local checks fail from now
@@ -494,7 +526,7 @@ static int release_revoked(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
 		keep_draining(nic, idx, lh, ptag, h, addr);
 		return -EBUSY;
 	}
-	lmm_unlock_area(lh);
+	unpin(lh);
 	pthread_mutex_lock(&nic->lock);
 	slot_put(&nic->tpt, idx);
 	pthread_mutex_unlock(&nic->lock);

@@ -228,8 +228,13 @@ struct vd_vi;
 struct vd_cq;
 struct vd_conn_req;
 
+/* vd_prov_ops.caps */
+#define VD_PROV_MOVES_BY_ADDRESS 0x1u   /* copies by virtual address: a
+                                         * registration need not be pinned */
+
 struct vd_prov_ops {
 	const char *name;
+	unsigned caps;                      /* VD_PROV_* */
 	int (*nic_open)(struct vd_nic *nic);
 	void (*nic_close)(struct vd_nic *nic);
 

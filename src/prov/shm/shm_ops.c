@@ -5,6 +5,7 @@
 
 const struct vd_prov_ops vd_shm_ops = {
 	.name = "shm",
+	.caps = VD_PROV_MOVES_BY_ADDRESS,   /* process_vm_readv/writev */
 	.nic_open = vd_shm_nic_open,
 	.nic_close = vd_shm_nic_close,
 	.connect_wait = vd_shm_connect_wait,
