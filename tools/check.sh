@@ -120,6 +120,9 @@ check_install_tree() {
 		include/vipl.h lib/libvipl.so lib/libvipl.a \
 		include/viaduct-mpi/mpi.h lib/libviaduct_mpi.so lib/libviaduct_mpi.a \
 		lib/pkgconfig/viaduct-mpi.pc bin/vdrun bin/vdcc bin/vdcxx \
+		share/man/man1/vdrun.1 share/man/man1/vdcc.1 share/man/man1/vdcxx.1 \
+		share/man/man1/vdinfo.1 share/man/man3/vipl.3 share/man/man3/viaduct-lmm.3 \
+		share/man/man3/VipOpenNic.3 share/man/man3/VipCQWait.3 \
 		lib/libviaduct.so lib/libviaduct.so.0 lib/libviaduct.a \
 		lib/pkgconfig/viaduct.pc lib/cmake/viaduct/viaduct-config.cmake \
 		lib/cmake/viaduct/viaduct-config-version.cmake; do
@@ -128,6 +131,11 @@ check_install_tree() {
 			missing=1
 		fi
 	done
+	# The pages render, also through the per-call links.
+	if ! MANPATH="$prefix/share/man" man -w VipPostSend >/dev/null 2>&1; then
+		echo "man VipPostSend does not find its page under $prefix/share/man" >&2
+		missing=1
+	fi
 	# mpi.h apart, so -I$PREFIX/include never hides another MPI's mpi.h.
 	if [ -e "$prefix/include/mpi.h" ]; then
 		echo "mpi.h must not be installed in $prefix/include" >&2
