@@ -12,6 +12,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,16 +390,46 @@ static void report_system(void)
 	put("page_size", "%ld", sysconf(_SC_PAGESIZE));
 }
 
+/* Every VIADUCT_* variable: name, type, default, allowed values, meaning,
+ * and the value in this environment (as fi_info -e and ucx_info -c do).
+ * Exit 1 if a set value is not valid. */
+static int report_params(void)
+{
+	int n = viaduct_param_count();
+
+	for (int i = 0; i < n; i++) {
+		struct viaduct_param p;
+
+		if (viaduct_param_info(i, &p))
+			continue;
+		printf("%s\n    %s\n    type: %s; default: %s\n    allowed: %s\n"
+		       "    value: %s%s\n",
+		       p.name, p.desc, p.type, p.dflt, p.range,
+		       p.value ? p.value : "(unset: the default)",
+		       p.value ? " (from the environment)" : "");
+	}
+	return viaduct_params_check() ? 1 : 0;
+}
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s [--params]\n"
+		"Print what this system lets viaduct do, one `key: value` line per fact.\n"
+		"  --params   list every VIADUCT_* environment variable: type, default,\n"
+		"             allowed values, meaning and current value\n"
+		"  -h, --help this text\n", prog);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--params") && argc == 2)
+		return report_params();
 	if (argc > 1) {
-		fprintf(stderr,
-			"usage: %s\n"
-			"Print what this system lets viaduct do, one "
-			"`key: value` line per fact.\n",
-			argv[0]);
-		return strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2
-									: 0;
+		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+
+		usage(help ? stdout : stderr, argv[0]);
+		return help ? 0 : 2;
 	}
 	/* Line-buffer, so output stays in order around the fork()s. */
 	setvbuf(stdout, NULL, _IOLBF, 0);

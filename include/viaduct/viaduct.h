@@ -3,6 +3,8 @@
 #ifndef VIADUCT_VIADUCT_H
 #define VIADUCT_VIADUCT_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -19,6 +21,24 @@ const char *viaduct_version(void);
  * viaduct-specific meaning where there is one (e.g. -ENOMEM from lmm names
  * RLIMIT_MEMLOCK).  Never NULL. */
 const char *viaduct_strerror(int err);
+
+/* ---- parameters (VIADUCT_* environment variables) ------------------------------
+ * One registry declares every variable (vdinfo --params lists them).
+ * viaduct_param_uint: the value of a numeric, boolean (0/1) or choice
+ * (index into the documented list) variable, or dflt when it is unset;
+ * -EINVAL (printed once, naming what is allowed) for a bad value, never
+ * the default instead; -ENOENT for an undeclared name.
+ * viaduct_params_check: every set variable valid (0) or -EINVAL; warns
+ * once about VIADUCT_* names nobody declares.  VipOpenNic and MPI_Init
+ * call it and fail on -EINVAL. */
+struct viaduct_param {
+	const char *name, *type, *dflt, *range, *desc;
+	const char *value;              /* from the environment, or NULL */
+};
+int viaduct_param_uint(const char *name, uint64_t dflt, uint64_t *value);
+int viaduct_params_check(void);
+int viaduct_param_count(void);
+int viaduct_param_info(int index, struct viaduct_param *out);
 
 
 #ifdef __cplusplus
@@ -151,6 +171,7 @@ VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE cq, VIP_ULONG timeout);
 VIP_RETURN viaduct_register_mem_unpinned(VIP_NIC_HANDLE nic, VIP_PVOID addr,
 					 VIP_ULONG length, const VIP_MEM_ATTRIBUTES *attrs,
 					 VIP_MEM_HANDLE *mh);
+
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
  * never a stale hit.
  */
 #include "lmm/lmm_internal.h"
+#include "viaduct/viaduct.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -47,17 +48,6 @@ static struct {
 
 /* ---- configuration -------------------------------------------------------- */
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long x;
-
-	if (!v || !*v)
-		return dflt;
-	x = strtoull(v, &end, 0);
-	return *end ? dflt : (uint64_t)x;
-}
 
 static uint64_t default_max_bytes(void)
 {
@@ -71,17 +61,23 @@ static uint64_t default_max_bytes(void)
 	return ram / 4;
 }
 
-static void cache_init(void)
+/* The budgets from the environment; -EINVAL (already said) for a bad
+ * value, which fails every lmm_cache_get rather than be ignored. */
+static int cache_init(void)
 {
-	const char *off = getenv("VIADUCT_LMM_CACHE");
+	uint64_t on, entries, max_bytes;
 
+	if (viaduct_param_uint("VIADUCT_LMM_CACHE", 1, &on) ||
+	    viaduct_param_uint("VIADUCT_LMM_CACHE_MAX_ENTRIES", 4096, &entries) ||
+	    viaduct_param_uint("VIADUCT_LMM_CACHE_MAX_BYTES", default_max_bytes(), &max_bytes))
+		return -EINVAL;
 	vd_pool_init(&cache.pool, sizeof(struct cache_entry));
-	cache.max_entries = env_u64("VIADUCT_LMM_CACHE_MAX_ENTRIES", 4096);
-	cache.max_bytes = env_u64("VIADUCT_LMM_CACHE_MAX_BYTES",
-				  default_max_bytes());
-	cache.disabled = off && !strcmp(off, "0");
+	cache.max_entries = entries;
+	cache.max_bytes = max_bytes;
+	cache.disabled = !on;
 	cache.rng = 0x2545f4914f6cdd1dULL ^ (uint64_t)getpid();
 	cache.ready = true;
+	return 0;
 }
 
 /* ---- interval index --------------------------------------------------------- */
@@ -330,8 +326,10 @@ int lmm_cache_get(void *start, size_t length, lmm_handle_t *handle)
 	if (err)
 		return err;
 	lmm_global_lock();
-	if (!cache.ready)
-		cache_init();
+	if (!cache.ready && cache_init()) {
+		lmm_global_unlock();
+		return -EINVAL;         /* a bad VIADUCT_LMM_CACHE* value */
+	}
 	if (!cache.disabled && lmm_g.watch.state == LMM_CACHE_MONITOR_NONE)
 		(void)lmm_watch_start_locked(); /* failure: served uncached */
 	ce = idx_find(cache.index, s, e);
@@ -403,8 +401,10 @@ int lmm_cache_flush(void)
 int lmm_cache_set_limits(size_t max_entries, size_t max_bytes)
 {
 	lmm_global_lock();
-	if (!cache.ready)
-		cache_init();
+	if (!cache.ready && cache_init()) {
+		lmm_global_unlock();
+		return -EINVAL;
+	}
 	if (max_entries)
 		cache.max_entries = max_entries;
 	if (max_bytes)
@@ -419,8 +419,10 @@ int lmm_cache_get_stats(struct lmm_cache_stats *st)
 	if (!st)
 		return -EINVAL;
 	lmm_global_lock();
-	if (!cache.ready)
-		cache_init();
+	if (!cache.ready && cache_init()) {
+		lmm_global_unlock();
+		return -EINVAL;
+	}
 	*st = (struct lmm_cache_stats){
 		.hits = cache.hits, .misses = cache.misses,
 		.evictions = cache.evictions,

@@ -29,6 +29,7 @@
  * handlers run); vfork/posix_spawn share the address space and need none.
  */
 #include "lmm/lmm_internal.h"
+#include "viaduct/viaduct.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -167,12 +168,12 @@ static void mark_area(void *ctx, uintptr_t s, uintptr_t e, uint64_t count)
 static bool fork_protection_off(void)
 {
 	static int off = -1;
-	const char *v;
+	uint64_t keep = 0;
 
-	if (off < 0) {
-		v = getenv("VIADUCT_LMM_FORK");
-		off = v && !strcmp(v, "keep");
-	}
+	/* A bad value is reported, and the safe default kept: a fork
+	 * handler has no one to return an error to. */
+	if (off < 0)
+		off = !viaduct_param_uint("VIADUCT_LMM_FORK", 0, &keep) && keep == 1;
 	return off;
 }
 

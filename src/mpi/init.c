@@ -37,6 +37,8 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	(void)argv;
 	if (vd_mpi.phase != VD_MPI_BEFORE)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init");
+	if (viaduct_params_check())
+		init_failed("checking the VIADUCT_* environment variables", -EINVAL);
 	err = vd_pmi_init(&vd_mpi.rank, &vd_mpi.size, vd_mpi.jobid, sizeof(vd_mpi.jobid));
 	if (err)
 		init_failed("the PMI handshake with the launcher", err);

@@ -30,22 +30,20 @@ static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
 static enum proto large = P_GET;
 static size_t split_min = 256 * 1024;   /* measured: docs/bench-mpi.md */
 
+/* The registry checked every value at MPI_Init: these reads succeed.
+ * VIADUCT_MPI_PROTOCOL: auto|eager|get|rndv|rendezvous (indices 0-4);
+ * VIADUCT_MPI_LARGE: get|rndv|rendezvous (0-2). */
 static void read_env(void)
 {
-	const char *p = getenv("VIADUCT_MPI_PROTOCOL");
-	const char *l = getenv("VIADUCT_MPI_LARGE");
-	const char *sm = getenv("VIADUCT_MPI_SPLIT_MIN");
+	uint64_t p = 0, l = 0, sm = split_min;
 
-	forcing = 0;
-	if (sm && *sm)
-		split_min = strtoull(sm, NULL, 0);      /* 0: never split */
-	if (p && !strcmp(p, "eager"))
-		forcing = 1, forced = P_EAGER;
-	else if (p && !strcmp(p, "get"))
-		forcing = 1, forced = P_GET;
-	else if (p && (!strcmp(p, "rndv") || !strcmp(p, "rendezvous")))
-		forcing = 1, forced = P_RNDV;
-	if (l && (!strcmp(l, "rndv") || !strcmp(l, "rendezvous")))
+	(void)viaduct_param_uint("VIADUCT_MPI_PROTOCOL", 0, &p);
+	(void)viaduct_param_uint("VIADUCT_MPI_LARGE", 0, &l);
+	(void)viaduct_param_uint("VIADUCT_MPI_SPLIT_MIN", split_min, &sm);
+	split_min = (size_t)sm;                 /* 0: never split */
+	forcing = p != 0;
+	forced = p == 1 ? P_EAGER : p == 2 ? P_GET : P_RNDV;
+	if (l >= 1)
 		large = P_RNDV;
 }
 

@@ -57,16 +57,14 @@ static bool may_lock_unlimited(void)
 
 static size_t default_budget(void)
 {
-	const char *e = getenv("VIADUCT_MPI_REGCACHE_BYTES");
 	struct rlimit rl;
-	size_t b = 64u << 20;
+	uint64_t b = 64u << 20;
 
-	if (e && *e)
-		return (size_t)strtoull(e, NULL, 0);
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur / 4 < b && !may_lock_unlimited())
 		b = rl.rlim_cur / 4;
-	return b;
+	(void)viaduct_param_uint("VIADUCT_MPI_REGCACHE_BYTES", b, &b);  /* checked at init */
+	return (size_t)b;
 }
 
 static void drop(int i)

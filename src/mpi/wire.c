@@ -94,18 +94,6 @@ size_t vd_eager_max(void)
 #define VD_EAGER_LIMIT (VIADUCT_RING_MAX_MSG - VD_MSG_SHORT)
 #define VD_EAGER_DEFAULT 8192
 
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *e = getenv(name);
-	char *end;
-	unsigned long long v;
-
-	if (!e || !*e)
-		return dflt;
-	v = strtoull(e, &end, 0);
-	return *end ? dflt : (size_t)v;
-}
-
 /* ---- the pool ------------------------------------------------------------------ */
 
 static int pool_init(int npeers)
@@ -250,28 +238,18 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 	}
 }
 
-/* VIADUCT_MPI_PIN: 0 (default) or 1; anything else is refused. */
-static int pin_mode(bool *pin)
-{
-	const char *e = getenv("VIADUCT_MPI_PIN");
-
-	*pin = e && strcmp(e, "1") == 0;
-	if (!e || !*e || !strcmp(e, "0") || !strcmp(e, "1"))
-		return 0;
-	fprintf(stderr, "viaduct MPI: VIADUCT_MPI_PIN='%s': use 0 (message buffers are "
-		"not pinned) or 1 (pinned, limited by RLIMIT_MEMLOCK)\n", e);
-	return -EINVAL;
-}
-
 int vd_wire_init(void)
 {
-	size_t emax = env_size("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT);
+	uint64_t emax = VD_EAGER_DEFAULT, pin = 0;
 	uint8_t *cursor;
-	int err = pin_mode(&W.pin);
+	int err;
 
-	if (err)
-		return err;
-	W.eager_max = emax < 64 ? 64 : emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : emax;
+	/* In range (the registry's bounds are the ring's): checked at init. */
+	if (viaduct_param_uint("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT, &emax) ||
+	    viaduct_param_uint("VIADUCT_MPI_PIN", 0, &pin))
+		return -EINVAL;
+	W.pin = pin == 1;
+	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
 	if (VipOpenNic("/dev/via_lo", &W.nic) != VIP_SUCCESS)
 		return -ENODEV;
 	VipErrorCallback(W.nic, NULL, on_vipl_error);

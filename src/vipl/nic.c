@@ -88,19 +88,21 @@ void vd_node_address(uint8_t addr[VD_NIC_ADDR_LEN])
 /* ---- open / close ------------------------------------------------------------ */
 
 /* VIADUCT_PROVIDER: unset, empty or "shm". */
+/* Every VIADUCT_* value valid (the registry says what is wrong), and a
+ * provider that exists (shm, the only one, is VIADUCT_PROVIDER's only
+ * choice). */
 static int provider_check(void)
 {
-	const char *p = getenv("VIADUCT_PROVIDER");
+	uint64_t prov;
 
-	if (!p || !*p || strcmp(p, "shm") == 0)
-		return 0;
-	vd_log("VIADUCT_PROVIDER=%s: unknown provider (only \"shm\")", p);
-	return -ENOTSUP;
+	if (viaduct_param_uint("VIADUCT_PROVIDER", 0, &prov))
+		return -ENOTSUP;        /* VIP_ERROR_NOT_SUPPORTED, as VIPL has it */
+	return viaduct_params_check();
 }
 
 static void nic_init_fields(struct vd_nic *nic, const char *device)
 {
-	const char *strict = getenv("VIADUCT_VIPL_STRICT_PTAG");
+	uint64_t strict = 0;
 
 	nic->ops = &vd_shm_ops;
 	pthread_mutex_init(&nic->lock, NULL);
@@ -108,7 +110,8 @@ static void nic_init_fields(struct vd_nic *nic, const char *device)
 	vd_list_init(&nic->cqs);
 	vd_node_address(nic->addr);
 	snprintf(nic->device, sizeof(nic->device), "%s", device);
-	nic->strict_ptag = strict && strcmp(strict, "1") == 0;
+	(void)viaduct_param_uint("VIADUCT_VIPL_STRICT_PTAG", 0, &strict);  /* checked */
+	nic->strict_ptag = strict == 1;
 }
 
 /* TPT, default ptag, provider; undone in reverse on failure. */

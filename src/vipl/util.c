@@ -123,12 +123,12 @@ uint32_t vd_random32(void)
 
 void vd_log(const char *fmt, ...)
 {
-	const char *dbg = getenv("VIADUCT_DEBUG");
+	uint64_t dbg = 0;
 	char buf[512];
 	va_list ap;
 	int n;
 
-	if (!dbg || !*dbg)
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
 		return;
 	n = snprintf(buf, sizeof(buf), "viaduct[%d]: ", (int)getpid());
 	va_start(ap, fmt);
@@ -161,10 +161,10 @@ static uint64_t spin_ns(void)
 	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
 
 	if (v < 0) {
-		const char *e = getenv("VIADUCT_SPIN_US");
-		v = e && *e ? strtoll(e, NULL, 10) * 1000 : 20000;
-		if (v < 0)
-			v = 0;
+		uint64_t us = 20;
+
+		(void)viaduct_param_uint("VIADUCT_SPIN_US", 20, &us);   /* checked at open */
+		v = (int64_t)us * 1000;
 		atomic_store_explicit(&cached, v, memory_order_relaxed);
 	}
 	return (uint64_t)v;

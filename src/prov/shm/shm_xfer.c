@@ -46,10 +46,10 @@ static uint32_t pio_max(const struct vd_shm_conn *c)
 	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
 
 	if (v < 0) {
-		const char *e = getenv("VIADUCT_SHM_PIO_MAX");
-		v = e && *e ? strtoll(e, NULL, 10) : 8192;
-		if (v < 0)
-			v = 0;
+		uint64_t max = 8192;
+
+		(void)viaduct_param_uint("VIADUCT_SHM_PIO_MAX", 8192, &max);   /* checked at open */
+		v = (int64_t)max;
 		atomic_store_explicit(&cached, v, memory_order_relaxed);
 	}
 	return (uint32_t)(v > c->pio_bytes / 2 ? c->pio_bytes / 2 : v);
