@@ -8,11 +8,7 @@
 # the size and what to do.  Root only (it becomes nobody); else skipped.
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need bigmsg
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
-	echo "SKIP: needs root, setpriv and user nobody"
-	exit 77
-fi
-mt_nobody_copy bigmsg || { echo "FAIL: cannot copy the programs for nobody"; exit 1; }
+mt_as_nobody_setup bigmsg
 as_nobody() {
 	(cd / && env "$MT_NB_ENV" "$@" timeout -k 5 120 prlimit --memlock=8388608 \
 		setpriv --reuid=nobody --regid=nogroup --clear-groups \

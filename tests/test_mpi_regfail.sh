@@ -7,11 +7,7 @@
 # copy nobody can read, so a checkout in a 0700 directory passes too.
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need regfail
-if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
-	echo "SKIP: needs root, setpriv and user nobody"
-	exit 77
-fi
-mt_nobody_copy regfail || { echo "FAIL: cannot copy the programs for nobody"; exit 1; }
+mt_as_nobody_setup regfail
 prog=$MT_NB_DIR/mpitest_regfail
 for proto in get rndv; do
 	out=$(cd / && env "$MT_NB_ENV" VIADUCT_MPI_PIN=1 VIADUCT_MPI_PROTOCOL=$proto timeout -k 5 60 \

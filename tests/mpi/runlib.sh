@@ -77,6 +77,16 @@ mt_nobody_copy() {
 	MT_NB_ENV="LD_LIBRARY_PATH=$mt_nobody_dir"
 }
 
+# Skip (77) unless root with setpriv and user nobody; then mt_nobody_copy
+# PROG... (a failure to copy fails the test).
+mt_as_nobody_setup() {
+	if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
+		echo "SKIP: needs root, setpriv and user nobody"
+		exit 77
+	fi
+	mt_nobody_copy "$@" || { echo "FAIL: cannot copy the programs for nobody"; exit 1; }
+}
+
 mt_ok()   { mt_pass=$((mt_pass + 1)); echo "ok   $*"; }
 mt_bad()  { mt_fail=$((mt_fail + 1)); echo "FAIL $*"; }
 
