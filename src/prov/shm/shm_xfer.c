@@ -111,7 +111,10 @@ void vd_shm_conn_ready(struct vd_vi *vi)
 {
 	struct vd_shm_conn *c = vi->conn;
 
-	c->vi = vi;
+	/* Set before the service thread watches c; written again only if
+	 * it changed, so its unlocked read never races with a store. */
+	if (c->vi != vi)
+		c->vi = vi;
 	publish_rx_attrs(vi, c);
 }
 
