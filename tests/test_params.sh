@@ -31,7 +31,7 @@ refused "$MPI" "from 64 to 32728" VIADUCT_MPI_EAGER_MAX=64k
 refused "$MPI" "size from" VIADUCT_MPI_SPLIT_MIN=lots
 refused "$MPI" "0 or 1" VIADUCT_MPI_PIN=2
 refused "$VIPL" "an integer from 0" VIADUCT_SPIN_US=-5
-refused "$VIPL" "one of shm" VIADUCT_PROVIDER=tcp   # VIP_ERROR_NOT_SUPPORTED
+refused "$VIPL" "names no provider" VIADUCT_PROVIDER=tcp   # VIP_ERROR_NOT_SUPPORTED
 refused "$VIPL" "0 or 1" VIADUCT_DEBUG=verbose
 
 out=$(VIADUCT_MPI_EGER_MAX=1024 timeout 30 "$MPI" 2>&1)

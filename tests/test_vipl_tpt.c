@@ -6,7 +6,7 @@
  * (defaults, ptags, every error, keys not sequential, stale handles after
  * re-registration, VipQueryMem/VipSetMemAttributes); the TPT checks
  * (vd_tpt_check_local and, through a read-only mapping of the sealed
- * memfd, vd_tpt_check_remote, also while another thread revokes);
+ * memfd, vd_shm_tpt_check, also while another thread revokes);
  * protection tags; the name service; autodiscovery; the error callback;
  * the Giganet extras; and, in a child running as nobody under
  * RLIMIT_MEMLOCK 64 KiB, VIP_ERROR_RESOURCE with nothing left locked.
@@ -30,6 +30,7 @@
 
 #include "vdtest.h"
 #include "vipl/vipl_internal.h"
+#include "prov/shm/shm.h"
 
 #define NOBODY 65534
 #define IDX_MASK (VD_TPT_MAX - 1u)
@@ -262,7 +263,7 @@ static void test_nic(void)
 		OK(VipOpenNic(names[i], &n[i]));
 	OK(VipOpenNic("/dev/via_lo", &nic));        /* the same device again */
 	VDT_CHECK(nic != n[0]);
-	vd_node_address(addr);
+	vd_shm_node_address(NULL, addr);
 	VDT_CHECK(addr[0] == 0x02);
 	OK(VipQueryNic(nic, &a));
 	VDT_CHECK(strcmp(a.Name, "viaduct-shm") == 0);
@@ -272,7 +273,7 @@ static void test_nic(void)
 	EXPECT(a.NicAddressLen, 6);
 	VDT_CHECK(memcmp(a.LocalNicAddress, addr, 6) == 0);
 	EXPECT(a.ThreadSafe, VIP_TRUE);
-	EXPECT(a.MaxDiscriminatorLen, VD_MAX_DISCRIMINATOR);
+	EXPECT(a.MaxDiscriminatorLen, VD_SHM_MAX_DISCRIMINATOR);
 	VDT_CHECK(a.MaxDiscriminatorLen >= 16);
 	VDT_CHECK(getrlimit(RLIMIT_MEMLOCK, &rl) == 0);
 	if (geteuid() != 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -463,21 +464,21 @@ static void test_check_local(VIP_NIC_HANDLE nic)
 }
 
 /* The peer's view: the memfd mapped read-only, never writable. */
-static const struct vd_tpt_shared *map_peer_view(struct vd_nic *n)
+static const struct vd_shm_tpt_shared *map_peer_view(struct vd_nic *n)
 {
-	const struct vd_tpt_shared *t;
+	const struct vd_shm_tpt_shared *t;
 	void *w;
 
-	w = mmap(NULL, VD_TPT_SHARED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 n->tpt.memfd, 0);
+	w = mmap(NULL, VD_SHM_TPT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 vd_shm_nic(n)->tpt_fd, 0);
 	VDT_CHECK(w == MAP_FAILED);
-	VDT_CHECK(pwrite(n->tpt.memfd, "x", 1, 0) < 0);
-	VDT_CHECK(ftruncate(n->tpt.memfd, 4096) < 0);
-	t = mmap(NULL, VD_TPT_SHARED_BYTES, PROT_READ, MAP_SHARED, n->tpt.memfd, 0);
+	VDT_CHECK(pwrite(vd_shm_nic(n)->tpt_fd, "x", 1, 0) < 0);
+	VDT_CHECK(ftruncate(vd_shm_nic(n)->tpt_fd, 4096) < 0);
+	t = mmap(NULL, VD_SHM_TPT_BYTES, PROT_READ, MAP_SHARED, vd_shm_nic(n)->tpt_fd, 0);
 	VDT_CHECK(t != MAP_FAILED);
-	VDT_CHECK(mprotect((void *)t, VD_TPT_SHARED_BYTES, PROT_READ | PROT_WRITE) != 0);
-	EXPECT(t->magic, VD_TPT_MAGIC);
-	EXPECT(t->version, VD_TPT_VERSION);
+	VDT_CHECK(mprotect((void *)t, VD_SHM_TPT_BYTES, PROT_READ | PROT_WRITE) != 0);
+	EXPECT(t->magic, VD_SHM_TPT_MAGIC);
+	EXPECT(t->version, VD_SHM_TPT_VERSION);
 	EXPECT(t->nentries, VD_TPT_MAX);
 	return t;
 }
@@ -485,7 +486,7 @@ static const struct vd_tpt_shared *map_peer_view(struct vd_nic *n)
 static void test_check_remote(VIP_NIC_HANDLE nic)
 {
 	struct vd_nic *n = nic_of(nic);
-	const struct vd_tpt_shared *t = map_peer_view(n);
+	const struct vd_shm_tpt_shared *t = map_peer_view(n);
 	char *p = map_pages(2);
 	uint64_t a = (uint64_t)(uintptr_t)p;
 	uint32_t id = n->default_ptag->id;
@@ -493,32 +494,32 @@ static void test_check_remote(VIP_NIC_HANDLE nic)
 	VIP_MEM_HANDLE mh;
 
 	OK(VipRegisterMem(nic, p, ps, &ma, &mh));
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, 0, VD_TPT_RDMA_WRITE), 0);
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, id, VD_TPT_RDMA_WRITE), 0);
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, id, 0), 0);
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, id, VD_TPT_RDMA_READ), -EACCES);
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, id + 1, VD_TPT_RDMA_WRITE), -EACCES);
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps + 1, id, VD_TPT_RDMA_WRITE), -ERANGE);
-	EXPECT(vd_tpt_check_remote(t, mh, a + 8, UINT64_MAX - 4, id, 0), -ERANGE);
-	EXPECT(vd_tpt_check_remote(t, mh + (1u << VD_TPT_IDX_BITS), a, 1, id, 0), -EBADF);
-	EXPECT(vd_tpt_check_remote(t, mh & IDX_MASK, a, 1, id, 0), -EBADF);
-	EXPECT(vd_tpt_check_remote(t, 0, a, 1, 0, 0), -EBADF);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, 0, VD_TPT_RDMA_WRITE), 0);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, id, VD_TPT_RDMA_WRITE), 0);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, id, 0), 0);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, id, VD_TPT_RDMA_READ), -EACCES);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, id + 1, VD_TPT_RDMA_WRITE), -EACCES);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps + 1, id, VD_TPT_RDMA_WRITE), -ERANGE);
+	EXPECT(vd_shm_tpt_check(t, mh, a + 8, UINT64_MAX - 4, id, 0), -ERANGE);
+	EXPECT(vd_shm_tpt_check(t, mh + (1u << VD_TPT_IDX_BITS), a, 1, id, 0), -EBADF);
+	EXPECT(vd_shm_tpt_check(t, mh & IDX_MASK, a, 1, id, 0), -EBADF);
+	EXPECT(vd_shm_tpt_check(t, 0, a, 1, 0, 0), -EBADF);
 	ma.EnableRdmaRead = VIP_TRUE;
 	OK(VipSetMemAttributes(nic, p, mh, &ma));
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, id,
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, id,
 				   VD_TPT_RDMA_READ | VD_TPT_RDMA_WRITE), 0);
 	OK(VipDeregisterMem(nic, p, mh));
-	EXPECT(vd_tpt_check_remote(t, mh, a, ps, 0, 0), -EBADF);
-	munmap((void *)t, VD_TPT_SHARED_BYTES);
+	EXPECT(vd_shm_tpt_check(t, mh, a, ps, 0, 0), -EBADF);
+	munmap((void *)t, VD_SHM_TPT_BYTES);
 	VDT_CHECK(munmap(p, 2 * ps) == 0);
-	fprintf(stderr, "ok   vd_tpt_check_remote through a read-only mapping\n");
+	fprintf(stderr, "ok   vd_shm_tpt_check through a read-only mapping\n");
 }
 
 /* A "peer" thread checks the current handle while this thread changes
  * attributes, deregisters and registers again.  Outcomes: 0 or -EACCES
  * while the registration lives, -EBADF once VipDeregisterMem returned. */
 struct revoke_ctx {
-	const struct vd_tpt_shared *t;
+	const struct vd_shm_tpt_shared *t;
 	uint64_t addr;
 	_Atomic uint32_t mh;      /* 0: stop */
 	_Atomic uint32_t dead;    /* a handle that must fail */
@@ -534,12 +535,12 @@ static void *revoke_peer(void *arg)
 
 	while ((mh = atomic_load(&c->mh)) != 0) {
 		dead = atomic_load(&c->dead);
-		r = vd_tpt_check_remote(c->t, mh, c->addr, 64, 0, VD_TPT_RDMA_WRITE);
+		r = vd_shm_tpt_check(c->t, mh, c->addr, 64, 0, VD_TPT_RDMA_WRITE);
 		VDT_CHECK(r == 0 || r == -EACCES || r == -EBADF);
 		atomic_fetch_add(r == 0 ? &c->ok : r == -EACCES ? &c->acc : &c->bad, 1);
 		atomic_store(&c->seen, mh);
 		if (dead)
-			EXPECT(vd_tpt_check_remote(c->t, dead, c->addr, 64, 0, 0), -EBADF);
+			EXPECT(vd_shm_tpt_check(c->t, dead, c->addr, 64, 0, 0), -EBADF);
 	}
 	return NULL;
 }
@@ -572,7 +573,7 @@ static void test_concurrent_revoke(VIP_NIC_HANDLE nic)
 		if (i % 7 == 0) {
 			OK(VipSetMemAttributes(nic, p, mh, &on));
 			OK(VipDeregisterMem(nic, p, mh));
-			EXPECT(vd_tpt_check_remote(c.t, mh, c.addr, 64, 0, 0), -EBADF);
+			EXPECT(vd_shm_tpt_check(c.t, mh, c.addr, 64, 0, 0), -EBADF);
 			atomic_store(&c.dead, mh);
 			OK(VipRegisterMem(nic, p, ps, &on, &mh));
 			atomic_store(&c.mh, mh);
@@ -588,7 +589,7 @@ static void test_concurrent_revoke(VIP_NIC_HANDLE nic)
 	fprintf(stderr, "ok   concurrent revoke: %lu ok, %lu refused, %lu revoked\n",
 		atomic_load(&c.ok), atomic_load(&c.acc), atomic_load(&c.bad));
 	VDT_CHECK(atomic_load(&c.ok) > 0);
-	munmap((void *)c.t, VD_TPT_SHARED_BYTES);
+	munmap((void *)c.t, VD_SHM_TPT_BYTES);
 	VDT_CHECK(munmap(p, ps) == 0);
 }
 

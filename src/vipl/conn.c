@@ -16,10 +16,10 @@ struct vd_conn {
 	struct vd_conn_req *req;
 };
 
-static bool addr_valid(const VIP_NET_ADDRESS *a)
+static bool addr_valid(const struct vd_nic *nic, const VIP_NET_ADDRESS *a)
 {
-	return a && a->HostAddressLen == VD_NIC_ADDR_LEN &&
-	       a->DiscriminatorLen <= VD_MAX_DISCRIMINATOR;
+	return a && a->HostAddressLen == nic->caps->addr_len &&
+	       a->DiscriminatorLen <= nic->caps->max_discriminator;
 }
 
 VIP_RETURN VipConnectWait(VIP_NIC_HANDLE nh, VIP_NET_ADDRESS *local, VIP_ULONG timeout,
@@ -31,7 +31,7 @@ VIP_RETURN VipConnectWait(VIP_NIC_HANDLE nh, VIP_NET_ADDRESS *local, VIP_ULONG t
 	struct vd_conn *c;
 	int err;
 
-	if (!nic || !addr_valid(local) || !remote || !attrs || !out)
+	if (!nic || !addr_valid(nic, local) || !remote || !attrs || !out)
 		return VIP_INVALID_PARAMETER;
 	err = nic->ops->connect_wait(nic, local, vd_timeout_ms(timeout), &req);
 	if (err)
@@ -107,7 +107,7 @@ VIP_RETURN VipConnectRequest(VIP_VI_HANDLE vh, VIP_NET_ADDRESS *local,
 	VIP_VI_ATTRIBUTES dummy;
 	int err;
 
-	if (!vi || !addr_valid(local) || !addr_valid(remote) || timeout == 0)
+	if (!vi || !addr_valid(vi->nic, local) || !addr_valid(vi->nic, remote) || timeout == 0)
 		return VIP_INVALID_PARAMETER;
 	if (!enter_pending(vi))
 		return VIP_INVALID_STATE;
@@ -136,7 +136,7 @@ VIP_RETURN VipConnectPeerRequest(VIP_VI_HANDLE vh, VIP_NET_ADDRESS *local,
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
 	int err;
 
-	if (!vi || !addr_valid(local) || !addr_valid(remote) || timeout == 0)
+	if (!vi || !addr_valid(vi->nic, local) || !addr_valid(vi->nic, remote) || timeout == 0)
 		return VIP_INVALID_PARAMETER;
 	if (!enter_pending(vi))
 		return VIP_INVALID_STATE;

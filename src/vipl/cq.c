@@ -18,7 +18,7 @@ VIP_RETURN VipCreateCQ(VIP_NIC_HANDLE nh, VIP_ULONG entries, VIP_CQ_HANDLE *out)
 
 	if (!nic || !out || entries == 0 || entries > VD_MAX_CQ_ENTRIES)
 		return VIP_INVALID_PARAMETER;
-	if (!vd_nic_reserve(nic, &nic->ncqs, VD_MAX_CQ))
+	if (!vd_nic_reserve(nic, &nic->ncqs, nic->caps->max_cq))
 		return VIP_ERROR_RESOURCE;      /* MaxCQ of VipQueryNic */
 	cq = vd_obj_new(VD_OBJ_CQ, sizeof(*cq));
 	if (!cq) {
@@ -209,7 +209,5 @@ VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE ch, VIP_ULONG timeout)
 
 	if (!cq)
 		return VIP_INVALID_PARAMETER;
-	if (!cq->nic->ops->cq_ready)
-		return VIP_ERROR_NOT_SUPPORTED;
 	return vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout);
 }

@@ -22,100 +22,62 @@
 
 #include "vipl/vipl_internal.h"
 
-/* Provided by the lead in vi.c / cq.c: destroy every VI (CQ) still open on
- * the NIC, as VipDestroyVi (VipDestroyCQ) would, leniently (flushed or
- * connected VIs included).  No lock held by the caller. */
-extern void vd_vi_destroy_all(struct vd_nic *nic);
-extern void vd_cq_destroy_all(struct vd_nic *nic);
-
-/* tpt.c */
-int vd_tpt_init(struct vd_nic *nic);
-void vd_tpt_release_all(struct vd_nic *nic);
-void vd_tpt_fini(struct vd_nic *nic);
-/* ptag.c */
-int vd_ptag_create(struct vd_nic *nic, struct vd_ptag **out);
-void vd_ptag_destroy_all(struct vd_nic *nic);
-
-#define PROVIDER_NAME "viaduct-shm"
 #define MAX_PTAGS 4096
-
-/* ---- node address ------------------------------------------------------------ */
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n--) {
-		h ^= *c++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static uint8_t g_node_addr[VD_NIC_ADDR_LEN];
-static pthread_once_t g_node_once = PTHREAD_ONCE_INIT;
-
-/* The same value in every process of the machine: hashed from
- * /etc/machine-id, or from the host name where there is none. */
-static void node_address_init(void)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	char buf[256];
-	struct utsname u;
-	ssize_t n = -1;
-	int fd, i;
-
-	fd = open("/etc/machine-id", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	if (n > 0)
-		h = fnv1a(h, buf, (size_t)n);
-	else if (uname(&u) == 0)
-		h = fnv1a(h, u.nodename, strlen(u.nodename));
-	g_node_addr[0] = 0x02;       /* locally administered, unicast */
-	for (i = 1; i < VD_NIC_ADDR_LEN; i++)
-		g_node_addr[i] = (uint8_t)(h >> (8 * (i - 1)));
-}
-
-void vd_node_address(uint8_t addr[VD_NIC_ADDR_LEN])
-{
-	pthread_once(&g_node_once, node_address_init);
-	memcpy(addr, g_node_addr, VD_NIC_ADDR_LEN);
-}
 
 /* ---- open / close ------------------------------------------------------------ */
 
-/* VIADUCT_PROVIDER: unset, empty or "shm". */
-/* Every VIADUCT_* value valid (the registry says what is wrong), and a
- * provider that exists (shm, the only one, is VIADUCT_PROVIDER's only
- * choice). */
-static int provider_check(void)
+/* Every VIADUCT_* value valid (the registry says what is wrong), and the
+ * provider the device name or VIADUCT_PROVIDER selects. */
+static int provider_pick(const char *device, const struct vd_prov_ops **ops,
+			 char *spec, size_t room)
 {
-	uint64_t prov;
+	int err = viaduct_params_check();
 
-	if (viaduct_param_uint("VIADUCT_PROVIDER", 0, &prov))
-		return -ENOTSUP;        /* VIP_ERROR_NOT_SUPPORTED, as VIPL has it */
-	return viaduct_params_check();
+	if (err)
+		return err;
+	err = vd_prov_select(device, ops, spec, room);
+	return err == -ENOENT ? -ENOTSUP : err;   /* VIP_ERROR_NOT_SUPPORTED */
 }
 
-static void nic_init_fields(struct vd_nic *nic, const char *device)
+static void nic_init_fields(struct vd_nic *nic, const char *device,
+			    const struct vd_prov_ops *ops)
 {
 	uint64_t strict = 0;
 
-	nic->ops = &vd_shm_ops;
+	nic->ops = ops;
+	nic->caps = &nic->caps_store;
 	pthread_mutex_init(&nic->lock, NULL);
 	vd_list_init(&nic->vis);
 	vd_list_init(&nic->cqs);
-	vd_node_address(nic->addr);
 	snprintf(nic->device, sizeof(nic->device), "%s", device);
 	(void)viaduct_param_uint("VIADUCT_VIPL_STRICT_PTAG", 0, &strict);  /* checked */
 	nic->strict_ptag = strict == 1;
 }
 
+/* Limits the core enforces whatever the provider says. */
+static void caps_clamp(struct vd_prov_caps *c)
+{
+	if (c->addr_len > VD_ADDR_MAX)
+		c->addr_len = VD_ADDR_MAX;
+	if (!c->max_transfer || c->max_transfer > VD_MAX_TRANSFER)
+		c->max_transfer = VD_MAX_TRANSFER;
+	if (!c->max_segs || c->max_segs > VD_MAX_SEGS)
+		c->max_segs = VD_MAX_SEGS;
+}
+
+/* Ask the open provider what it can do and where this node is. */
+static int nic_learn(struct vd_nic *nic)
+{
+	memset(nic->caps, 0, sizeof(*nic->caps));
+	nic->ops->query(nic, nic->caps);
+	caps_clamp(nic->caps);
+	if (!nic->caps->addr_len)
+		return -EPROTO;
+	return nic->ops->node_address(nic, nic->addr);
+}
+
 /* TPT, default ptag, provider; undone in reverse on failure. */
-static int nic_start(struct vd_nic *nic)
+static int nic_start(struct vd_nic *nic, const char *spec)
 {
 	int err = vd_tpt_init(nic);
 
@@ -123,9 +85,13 @@ static int nic_start(struct vd_nic *nic)
 		return err;
 	err = vd_ptag_create(nic, &nic->default_ptag);
 	if (!err) {
-		err = nic->ops->nic_open(nic);
-		if (!err)
-			return 0;
+		err = nic->ops->nic_open(nic, spec);
+		if (!err) {
+			err = nic_learn(nic);
+			if (!err)
+				return 0;
+			nic->ops->nic_close(nic);
+		}
 		vd_ptag_destroy_all(nic);
 	}
 	vd_tpt_fini(nic);
@@ -134,20 +100,26 @@ static int nic_start(struct vd_nic *nic)
 
 VIP_RETURN VipOpenNic(const VIP_CHAR *DeviceName, VIP_NIC_HANDLE *NicHandle)
 {
+	const struct vd_prov_ops *ops;
 	struct vd_nic *nic;
+	char spec[64];
 	int err;
 
 	if (!DeviceName || !NicHandle)
 		return VIP_INVALID_PARAMETER;
-	err = provider_check();
+	err = provider_pick(DeviceName, &ops, spec, sizeof(spec));
 	if (err)
 		return vd_ret(err);
 	nic = vd_obj_new(VD_OBJ_NIC, sizeof(*nic));
 	if (!nic)
 		return VIP_ERROR_RESOURCE;
-	nic_init_fields(nic, DeviceName);
-	err = nic_start(nic);
+	nic_init_fields(nic, DeviceName, ops);
+	err = nic_start(nic, spec);
 	if (err) {
+		/* A provider that was asked for by name says why it failed. */
+		if (ops != vd_prov_default())
+			fprintf(stderr, "viaduct: VipOpenNic(%s): provider %s: %s\n",
+				DeviceName, ops->name, strerror(-err));
 		vd_log("VipOpenNic(%s): %s", DeviceName, strerror(-err));
 		pthread_mutex_destroy(&nic->lock);
 		vd_obj_free(nic);
@@ -209,28 +181,28 @@ VIP_RETURN VipQueryNic(VIP_NIC_HANDLE NicHandle, VIP_NIC_ATTRIBUTES *a)
 	if (!nic || !a)
 		return VIP_INVALID_PARAMETER;
 	memset(a, 0, sizeof(*a));
-	snprintf(a->Name, sizeof(a->Name), "%s", PROVIDER_NAME);
+	snprintf(a->Name, sizeof(a->Name), "viaduct-%s", nic->ops->name);
 	a->HardwareVersion = 0;
 	a->ProviderVersion = VIADUCT_VERSION_MAJOR << 16 |
 			     VIADUCT_VERSION_MINOR << 8 | VIADUCT_VERSION_PATCH;
-	a->NicAddressLen = VD_NIC_ADDR_LEN;
+	a->NicAddressLen = nic->caps->addr_len;
 	a->LocalNicAddress = nic->addr;   /* valid while the NIC is open */
 	a->ThreadSafe = VIP_TRUE;
-	a->MaxDiscriminatorLen = VD_MAX_DISCRIMINATOR;
+	a->MaxDiscriminatorLen = (VIP_UINT16)nic->caps->max_discriminator;
 	a->MaxRegisterBytes = max_register_bytes();
 	a->MaxRegisterRegions = VD_TPT_MAX - 1;
 	a->MaxRegisterBlockBytes = a->MaxRegisterBytes;
-	a->MaxVI = VD_MAX_VI;
+	a->MaxVI = nic->caps->max_vi;
 	a->MaxDescriptorsPerQueue = VD_MAX_QUEUE_DESC;
-	a->MaxSegmentsPerDesc = VD_MAX_SEGS;
-	a->MaxCQ = VD_MAX_CQ;
+	a->MaxSegmentsPerDesc = nic->caps->max_segs;
+	a->MaxCQ = nic->caps->max_cq;
 	a->MaxCQEntries = VD_MAX_CQ_ENTRIES;
-	a->MaxTransferSize = VD_MAX_TRANSFER;
-	a->NativeMTU = VD_MAX_TRANSFER;
+	a->MaxTransferSize = nic->caps->max_transfer;
+	a->NativeMTU = nic->caps->max_transfer;
 	a->MaxPtags = MAX_PTAGS;
-	a->ReliabilityLevelSupport = VIP_SERVICE_UNRELIABLE |
-		VIP_SERVICE_RELIABLE_DELIVERY | VIP_SERVICE_RELIABLE_RECEPTION;
-	a->RDMAReadSupport = a->ReliabilityLevelSupport;
+	a->ReliabilityLevelSupport = nic->caps->reliability;
+	a->RDMAReadSupport = nic->caps->flags & VD_PROV_RDMA_READ ?
+		a->ReliabilityLevelSupport : 0;
 	return VIP_SUCCESS;
 }
 
@@ -301,9 +273,9 @@ VIP_RETURN VipQuerySystemManagementInfo(VIP_NIC_HANDLE NicHandle,
 	l->NumAdAddrs = 0;
 	if (l->ADAddrArray && l->ADAddrArray[0]) {
 		a = l->ADAddrArray[0];
-		a->HostAddressLen = VD_NIC_ADDR_LEN;
+		a->HostAddressLen = (VIP_UINT16)nic->caps->addr_len;
 		a->DiscriminatorLen = 0;
-		memcpy(a->HostAddress, nic->addr, VD_NIC_ADDR_LEN);
+		memcpy(a->HostAddress, nic->addr, nic->caps->addr_len);
 		l->NumAdAddrs = 1;
 	}
 	return VIP_SUCCESS;

@@ -20,29 +20,7 @@
 
 void vd_wq_wake_local(struct vd_wq *q)
 {
-	/* Pairs with the load of wake_seq before FUTEX_WAIT in
-	 * vd_wq_sleep_local(): a bump after that load makes the wait fail
-	 * with EAGAIN. */
-	atomic_fetch_add_explicit(&q->wake_seq, 1, memory_order_release);
-	syscall(SYS_futex, &q->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-/* Sleep on the queue's private word until a state change or deadline. */
-static int vd_wq_sleep_local(struct vd_wq *q, uint32_t seen, uint64_t deadline_ns)
-{
-	struct timespec ts, *tsp = NULL;
-
-	if (deadline_ns) {
-		uint64_t now = vd_now_ns();
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		uint64_t left = deadline_ns - now;
-		ts.tv_sec = (time_t)(left / 1000000000u);
-		ts.tv_nsec = (long)(left % 1000000000u);
-		tsp = &ts;
-	}
-	syscall(SYS_futex, &q->wake_seq, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
-	return 0;
+	vd_futex_bump(&q->wake_seq);
 }
 
 static int wq_grow(struct vd_wq *q)
@@ -467,7 +445,7 @@ static int queue_sleep(struct vd_vi *vi, bool recv, uint64_t deadline)
 	if (vi->conn && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
 		return recv ? vi->nic->ops->recv_sleep(vi, deadline)
 			    : vi->nic->ops->send_sleep(vi, deadline);
-	return vd_wq_sleep_local(q, seen, deadline);
+	return vd_futex_wait(&q->wake_seq, seen, deadline);
 }
 
 struct queue_waiter {

@@ -39,7 +39,7 @@ VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vh, const void *hdr, VIP_UINT32 hdr_l
 	if (!vi || (hdr_len && !hdr) || (data_len && !data) ||
 	    (uint64_t)hdr_len + data_len > VIADUCT_RING_MAX_MSG)
 		return VIP_INVALID_PARAMETER;
-	if (!vi->nic->ops->ring_send)
+	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
 		return VIP_ERROR_NOT_SUPPORTED;
 	unlocked = solo(vi);
 	q_lock(&vi->sq, unlocked);
@@ -60,7 +60,7 @@ VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len
 
 	if (!vi || !msg || !len)
 		return VIP_INVALID_PARAMETER;
-	if (!vi->nic->ops->ring_peek)
+	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
 		return VIP_ERROR_NOT_SUPPORTED;
 	unlocked = solo(vi);
 	q_lock(&vi->rq, unlocked);
@@ -80,7 +80,7 @@ VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vh)
 
 	if (!vi)
 		return VIP_INVALID_PARAMETER;
-	if (!vi->nic->ops->ring_release)
+	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
 		return VIP_ERROR_NOT_SUPPORTED;
 	unlocked = solo(vi);
 	q_lock(&vi->rq, unlocked);

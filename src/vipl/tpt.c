@@ -2,144 +2,73 @@
 /*
  * Translation and protection table: memory registration.
  *
- * Shared part: a sealed memfd (struct vd_tpt_shared) that connected peers
- * map read-only and consult before every RDMA into or out of our memory.
- * Private part: struct vd_mr per entry (lmm handle, ptag), followed in the
- * same mapping by struct tpt_priv (free-list tail, each slot's previous
- * key).
+ * The table lives in this process's private memory: struct vd_tpt_entry
+ * per slot (what checks read, without a lock), struct vd_mr per slot (lmm
+ * handle, ptag), and struct tpt_priv (free-list tail, each slot's previous
+ * key).  Providers hear of every change through mr_reg / mr_update /
+ * mr_dereg (prov.h) and make it visible to their peers their own way.
  *
- * Entry protocol (every field of a shared entry is accessed atomically;
- * peers read it from another process):
- *   publish (register):  seq odd; fields; key; seq even
- *   revoke (deregister): seq odd; key = 0; seq even
- *   update (attributes): seq odd; ptag_id, flags; seq even
- * Only the owner writes, always under nic->lock.  Readers:
- *   vd_tpt_check_remote: the seqlock (seq, fields, seq again).
- *   vd_tpt_check_local:  the key itself as the sequence -- addr and len
- *     only change together with the key, and the key always passes through
- *     0 between two registrations of a slot.
- * Every access to an entry is seq_cst: then the seqlock needs no fences
- * (a reader that saw any store of an update sees that update's odd seq,
- * or a later value, on its second read), TSan can check it, and the cost
- * stays with the rare writer (loads are plain moves on x86).
- *
- * Internal interface (declared here until vipl_internal.h carries it; the
- * prototypes are repeated in nic.c):
- *   int vd_tpt_init(struct vd_nic *nic);         0 or -errno
- *   void vd_tpt_release_all(struct vd_nic *nic); deregister everything
- *   void vd_tpt_fini(struct vd_nic *nic);        unmap and close
+ * Entry protocol (only the owner writes, under nic->lock):
+ *   publish (register):  fields; key last
+ *   revoke (deregister): key = 0
+ *   update (attributes): ptag_id, flags
+ * Readers use the key as their sequence: addr and len only change
+ * together with the key, and the key always passes through 0 between two
+ * registrations of a slot.  Every access to an entry is seq_cst, so TSan
+ * can check it and the cost stays with the rare writer (loads are plain
+ * moves on x86).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "vipl/vipl_internal.h"
 
-int vd_tpt_init(struct vd_nic *nic);
-void vd_tpt_release_all(struct vd_nic *nic);
-void vd_tpt_fini(struct vd_nic *nic);
-
-#ifndef F_SEAL_FUTURE_WRITE
-#define F_SEAL_FUTURE_WRITE 0x0010
-#endif
-
 #define IDX_MASK (VD_TPT_MAX - 1u)
 #define KEY_MASK ((1u << (32 - VD_TPT_IDX_BITS)) - 1u)
-/* check_remote gives up on an entry whose seq stays odd (a writer that
- * died mid-update cannot happen -- the owner's writes never block -- but
- * the table is another process's memory: never spin forever on it). */
-#define REMOTE_RETRIES 4096
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 struct tpt_priv {
 	uint32_t tail;                  /* free list tail, index + 1 */
 	uint32_t prev_key[VD_TPT_MAX];  /* last key each slot had */
 };
 
 #define PRIVATE_BYTES \
-	(VD_TPT_MAX * sizeof(struct vd_mr) + sizeof(struct tpt_priv))
+	(VD_TPT_MAX * (sizeof(struct vd_tpt_entry) + sizeof(struct vd_mr)) + \
+	 sizeof(struct tpt_priv))
 
 static struct tpt_priv *priv_of(struct vd_tpt *t)
 {
 	return (struct tpt_priv *)(t->mr + VD_TPT_MAX);
 }
 
-/* ---- shared entries ------------------------------------------------------- */
+/* ---- entries ------------------------------------------------------------------ */
 
 /* Seq_cst loads and stores of entry fields (see the top of the file). */
 #define LD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define ST(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-/* Writer side of the seqlock: seq odd before any field changes, even
- * after; pairs with the two seq loads in vd_tpt_check_remote(). */
-static void seq_begin(struct vd_tpt_entry *e)
+static void entry_publish(struct vd_tpt_entry *e, const struct vd_mr_info *m)
 {
-	atomic_store(&e->seq, atomic_load(&e->seq) + 1);
-}
-
-static void seq_end(struct vd_tpt_entry *e)
-{
-	atomic_store(&e->seq, atomic_load(&e->seq) + 1);
-}
-
-static void entry_publish(struct vd_tpt_entry *e, uint32_t key, uint64_t addr,
-			  uint64_t len, uint32_t ptag_id, uint32_t flags)
-{
-	seq_begin(e);
-	ST(&e->addr, addr);
-	ST(&e->len, len);
-	ST(&e->ptag_id, ptag_id);
-	ST(&e->flags, flags);
-	/* Last: vd_tpt_check_local() reads the key first, so it sees these
+	ST(&e->addr, m->addr);
+	ST(&e->len, m->len);
+	ST(&e->ptag_id, m->ptag_id);
+	ST(&e->flags, m->flags);
+	/* Last: entry_snapshot() reads the key first, so it sees these
 	 * fields once it sees the key. */
-	ST(&e->key, key);
-	seq_end(e);
+	ST(&e->key, m->key);
 }
 
-static void entry_revoke(struct vd_tpt_entry *e)
+static void entry_info(struct vd_tpt_entry *e, struct vd_mr_info *m)
 {
-	seq_begin(e);
-	ST(&e->key, 0u);
-	seq_end(e);
-}
-
-static void entry_update(struct vd_tpt_entry *e, uint32_t ptag_id, uint32_t flags)
-{
-	seq_begin(e);
-	ST(&e->ptag_id, ptag_id);
-	ST(&e->flags, flags);
-	seq_end(e);
-}
-
-/* Store-load barrier after the revoke.  TSan does not model fences (GCC
- * rejects them under -fsanitize=thread); there the seq_cst store of key 0
- * and the seq_cst loads in mr_quiesce already order the two sides. */
-static inline void full_fence(void)
-{
-#ifndef __SANITIZE_THREAD__
-	atomic_thread_fence(memory_order_seq_cst);
-#endif
+	m->key = LD(&e->key);
+	m->addr = LD(&e->addr);
+	m->len = LD(&e->len);
+	m->ptag_id = LD(&e->ptag_id);
+	m->flags = LD(&e->flags);
 }
 
 /* ---- checks ---------------------------------------------------------------- */
-
-/* [addr, addr+len) inside [base, base+size), without overflow. */
-static bool range_inside(uint64_t base, uint64_t size, uint64_t addr, uint64_t len)
-{
-	if (addr + len < addr)
-		return false;
-	return addr >= base && len <= size && addr - base <= size - len;
-}
 
 static int entry_verdict(uint32_t key, uint64_t base, uint64_t size,
 			 uint32_t eptag, VIP_MEM_HANDLE h, uint64_t addr,
@@ -147,7 +76,7 @@ static int entry_verdict(uint32_t key, uint64_t base, uint64_t size,
 {
 	if (!key || key != h >> VD_TPT_IDX_BITS)
 		return -EBADF;
-	if (!range_inside(base, size, addr, len))
+	if (!vd_range_inside(base, size, addr, len))
 		return -ERANGE;
 	if (ptag_id && eptag != ptag_id)
 		return -EACCES;
@@ -163,9 +92,9 @@ static int entry_snapshot(struct vd_nic *nic, VIP_MEM_HANDLE h, uint32_t *key,
 
 	if (!idx)
 		return -EBADF;
-	e = &nic->tpt.shared->e[idx];
+	e = &nic->tpt.e[idx];
 	/* The key is this reader's sequence (pairs with entry_publish and
-	 * entry_revoke): if it changed, the fields may belong to a later
+	 * revoke_locked): if it changed, the fields may belong to a later
 	 * registration of the slot. */
 	*key = LD(&e->key);
 	if (!*key || *key != h >> VD_TPT_IDX_BITS)
@@ -200,80 +129,24 @@ int vd_tpt_local_room(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 	return err;
 }
 
-int vd_tpt_check_remote(const struct vd_tpt_shared *t, VIP_MEM_HANDLE h,
-			uint64_t addr, uint64_t len, uint32_t vi_ptag_id,
-			uint32_t need)
+int vd_tpt_check_rdma(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
+		      uint64_t len, uint32_t vi_ptag_id, uint32_t need)
 {
-	uint32_t idx = h & IDX_MASK, s1, key, eptag, flags;
-	const struct vd_tpt_entry *e;
+	uint32_t key, eptag;
 	uint64_t base, size;
-	int err, tries;
+	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
 
-	/* The provider validated magic, version and the mapping's size
-	 * (VD_TPT_SHARED_BYTES) when it mapped the table; idx < VD_TPT_MAX
-	 * by construction. */
-	if (!idx)
-		return -EBADF;
-	e = &t->e[idx];
-	for (tries = 0; tries < REMOTE_RETRIES; tries++) {
-		/* Pairs with seq_begin()/seq_end(). */
-		s1 = atomic_load(&e->seq);
-		if (s1 & 1) {
-			cpu_relax();
-			continue;
-		}
-		key = LD(&e->key);
-		base = LD(&e->addr);
-		size = LD(&e->len);
-		eptag = LD(&e->ptag_id);
-		flags = LD(&e->flags);
-		/* If any field came from a newer update, seq has moved on. */
-		if (atomic_load(&e->seq) != s1)
-			continue;
-		err = entry_verdict(key, base, size, eptag, h, addr, len,
-				    vi_ptag_id);
-		if (!err && (flags & need) != need)
-			err = -EACCES;
-		return err;
-	}
-	return -EBADF;
+	if (!err)
+		err = entry_verdict(key, base, size, eptag, h, addr, len, vi_ptag_id);
+	if (!err && (LD(&nic->tpt.e[h & IDX_MASK].flags) & need) != need)
+		err = -EACCES;
+	/* The key again: the flags read belong to this registration. */
+	if (!err && LD(&nic->tpt.e[h & IDX_MASK].key) != key)
+		err = -EBADF;
+	return err;
 }
 
 /* ---- table setup ------------------------------------------------------------ */
-
-static int seal_table(int fd)
-{
-	int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-
-	/* FUTURE_WRITE: no new writable mapping or write(2); ours (made
-	 * before) keeps working.  Peers can only map the table read-only. */
-	if (fcntl(fd, F_ADD_SEALS, seals | F_SEAL_FUTURE_WRITE) == 0)
-		return 0;
-	if (errno != EINVAL)
-		return -errno;
-	vd_log("tpt: kernel lacks F_SEAL_FUTURE_WRITE; peers could write the TPT");
-	return fcntl(fd, F_ADD_SEALS, seals) ? -errno : 0;
-}
-
-static int map_shared(struct vd_tpt *t)
-{
-	void *p;
-
-	t->memfd = memfd_create("viaduct-tpt", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (t->memfd < 0)
-		return -errno;
-	if (ftruncate(t->memfd, (off_t)VD_TPT_SHARED_BYTES))
-		return -errno;
-	p = mmap(NULL, VD_TPT_SHARED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 t->memfd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	t->shared = p;
-	t->shared->magic = VD_TPT_MAGIC;
-	t->shared->version = VD_TPT_VERSION;
-	t->shared->nentries = VD_TPT_MAX;
-	return seal_table(t->memfd);
-}
 
 /* Free list of every index but 0 (so memory handle 0 is never valid). */
 static void init_free_list(struct vd_tpt *t)
@@ -291,35 +164,26 @@ int vd_tpt_init(struct vd_nic *nic)
 {
 	struct vd_tpt *t = &nic->tpt;
 	void *p;
-	int err;
 
 	memset(t, 0, sizeof(*t));
-	t->memfd = -1;
 	p = mmap(NULL, PRIVATE_BYTES, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -ENOMEM;
-	t->mr = p;
+	t->e = p;
+	t->mr = (struct vd_mr *)(t->e + VD_TPT_MAX);
 	init_free_list(t);
-	err = map_shared(t);
-	if (err)
-		vd_tpt_fini(nic);
-	return err;
+	return 0;
 }
 
 void vd_tpt_fini(struct vd_nic *nic)
 {
 	struct vd_tpt *t = &nic->tpt;
 
-	if (t->shared)
-		munmap(t->shared, VD_TPT_SHARED_BYTES);
-	if (t->memfd >= 0)
-		close(t->memfd);
-	if (t->mr)
-		munmap(t->mr, PRIVATE_BYTES);
-	t->shared = NULL;
+	if (t->e)
+		munmap(t->e, PRIVATE_BYTES);
+	t->e = NULL;
 	t->mr = NULL;
-	t->memfd = -1;
 }
 
 /* ---- slots (nic->lock held) -------------------------------------------------- */
@@ -369,7 +233,7 @@ static uint32_t new_key(struct vd_tpt *t, uint32_t idx)
 static uint32_t mr_find(struct vd_tpt *t, const void *addr, VIP_MEM_HANDLE h)
 {
 	uint32_t idx = h & IDX_MASK;
-	struct vd_tpt_entry *e = &t->shared->e[idx];
+	struct vd_tpt_entry *e = &t->e[idx];
 
 	if (!idx || t->mr[idx].lmm == LMM_HANDLE_INVALID)
 		return 0;
@@ -402,34 +266,51 @@ static int attr_ptag(struct vd_nic *nic, const VIP_MEM_ATTRIBUTES *a,
 
 /* ---- registration ------------------------------------------------------------ */
 
-/* Pick a slot and publish the entry.  Returns the handle, 0 when full. */
-static VIP_MEM_HANDLE publish(struct vd_nic *nic, void *addr, VIP_ULONG len,
-			      struct vd_ptag *ptag, uint32_t flags, lmm_handle_t lh)
+/* An lmm handle that stands for "not pinned" (never a real handle: its
+ * slot index would be 2^32 - 1 with generation 2^32 - 1). */
+#define VD_LMM_UNPINNED (~(lmm_handle_t)0)
+
+/* Pick a slot and publish the entry in the core table.  Returns its
+ * index, 0 when full; *info is what was published. */
+static uint32_t publish(struct vd_nic *nic, void *addr, VIP_ULONG len,
+			struct vd_ptag *ptag, uint32_t flags, lmm_handle_t lh,
+			struct vd_mr_info *info)
 {
 	struct vd_tpt *t = &nic->tpt;
-	uint32_t idx, key = 0;
+	uint32_t idx;
 
 	pthread_mutex_lock(&nic->lock);
 	idx = slot_get(t);
 	if (idx) {
-		key = new_key(t, idx);
+		*info = (struct vd_mr_info){
+			.key = new_key(t, idx), .ptag_id = ptag->id,
+			.addr = (uint64_t)(uintptr_t)addr, .len = len,
+			.flags = flags, .pinned = lh != VD_LMM_UNPINNED,
+		};
 		t->mr[idx].lmm = lh;
 		t->mr[idx].ptag = ptag;
-		entry_publish(&t->shared->e[idx], key, (uint64_t)(uintptr_t)addr,
-			      len, ptag->id, flags);
+		entry_publish(&t->e[idx], info);
 	}
 	pthread_mutex_unlock(&nic->lock);
-	return idx ? key << VD_TPT_IDX_BITS | idx : 0;
+	return idx;
 }
-
-/* An lmm handle that stands for "not pinned" (never a real handle: its
- * slot index would be 2^32 - 1 with generation 2^32 - 1). */
-#define VD_LMM_UNPINNED (~(lmm_handle_t)0)
 
 static void unpin(lmm_handle_t lh)
 {
 	if (lh != VD_LMM_UNPINNED)
 		lmm_unlock_area(lh);
+}
+
+/* Revoke slot idx (nic->lock held): peers and local checks fail from now
+ * on.  Returns what the caller must release outside the lock. */
+static void revoke_locked(struct vd_tpt *t, uint32_t idx, lmm_handle_t *lh,
+			  struct vd_ptag **ptag)
+{
+	*lh = t->mr[idx].lmm;
+	*ptag = t->mr[idx].ptag;
+	t->mr[idx].lmm = LMM_HANDLE_INVALID;   /* not live, not yet free */
+	t->mr[idx].ptag = NULL;
+	ST(&t->e[idx].key, 0u);     /* pairs with entry_snapshot's key loads */
 }
 
 static VIP_RETURN register_mem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
@@ -438,8 +319,9 @@ static VIP_RETURN register_mem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddres
 {
 	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
 	lmm_handle_t lh = VD_LMM_UNPINNED;
+	struct vd_mr_info info;
 	struct vd_ptag *ptag;
-	VIP_MEM_HANDLE mh;
+	uint32_t idx;
 	int err;
 
 	if (!nic || !VirtualAddress || !Length || !MemHandle ||
@@ -456,13 +338,25 @@ static VIP_RETURN register_mem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddres
 		 * -EPERM (memlock limit) are resources; -EFAULT unmapped. */
 		return vd_ret(err == -EOVERFLOW ? -EINVAL : err);
 	}
-	mh = publish(nic, VirtualAddress, Length, ptag, attr_flags((VIP_MEM_ATTRIBUTES *)MemAttrs), lh);
-	if (!mh) {
+	idx = publish(nic, VirtualAddress, Length, ptag,
+		      attr_flags((VIP_MEM_ATTRIBUTES *)MemAttrs), lh, &info);
+	if (!idx) {
 		unpin(lh);
 		vd_ptag_release(ptag);
 		return VIP_ERROR_RESOURCE;      /* VD_TPT_MAX - 1 regions */
 	}
-	*MemHandle = mh;
+	/* The handle is nobody's yet: the provider may take its time. */
+	err = nic->ops->mr_reg(nic, idx, &info);
+	if (err) {
+		pthread_mutex_lock(&nic->lock);
+		revoke_locked(&nic->tpt, idx, &lh, &ptag);
+		slot_put(&nic->tpt, idx);
+		pthread_mutex_unlock(&nic->lock);
+		unpin(lh);
+		vd_ptag_release(ptag);
+		return vd_ret(err);
+	}
+	*MemHandle = (VIP_MEM_HANDLE)info.key << VD_TPT_IDX_BITS | idx;
 	return VIP_SUCCESS;
 }
 
@@ -479,24 +373,12 @@ VIP_RETURN viaduct_register_mem_unpinned(VIP_NIC_HANDLE NicHandle, VIP_PVOID Vir
 {
 	struct vd_nic *nic = vd_obj_lookup(NicHandle, VD_OBJ_NIC);
 
-	if (nic && !(nic->ops->caps & VD_PROV_MOVES_BY_ADDRESS)) {
+	if (nic && !(nic->caps->flags & VD_PROV_MOVES_BY_ADDRESS)) {
 		vd_log("vipl: provider %s needs pinned memory: use VipRegisterMem",
 		       nic->ops->name);
 		return VIP_INVALID_PARAMETER;
 	}
 	return register_mem(NicHandle, VirtualAddress, Length, MemAttrs, MemHandle, false);
-}
-
-/* Revoke slot idx (nic->lock held): peers and local checks fail from now
- * on.  Returns what the caller must release outside the lock. */
-static void revoke_locked(struct vd_tpt *t, uint32_t idx, lmm_handle_t *lh,
-			  struct vd_ptag **ptag)
-{
-	*lh = t->mr[idx].lmm;
-	*ptag = t->mr[idx].ptag;
-	t->mr[idx].lmm = LMM_HANDLE_INVALID;   /* not live, not yet free */
-	t->mr[idx].ptag = NULL;
-	entry_revoke(&t->shared->e[idx]);
 }
 
 /* A registration whose peers would not leave: keep it pinned and its
@@ -518,11 +400,7 @@ static void keep_draining(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
 static int release_revoked(struct vd_nic *nic, uint32_t idx, lmm_handle_t lh,
 			   struct vd_ptag *ptag, VIP_MEM_HANDLE h, const void *addr)
 {
-	/* Pairs with the initiator's seq_cst fence between its store of
-	 * vd_shm_dir.s2.rdma_active and its vd_tpt_check_remote(): either it
-	 * sees key 0, or mr_quiesce sees its rdma_active. */
-	full_fence();
-	if (nic->ops && nic->ops->mr_quiesce && nic->ops->mr_quiesce(nic, idx)) {
+	if (nic->ops->mr_dereg(nic, idx)) {
 		keep_draining(nic, idx, lh, ptag, h, addr);
 		return -EBUSY;
 	}
@@ -607,7 +485,7 @@ VIP_RETURN VipQueryMem(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddress,
 	idx = mr_find(&nic->tpt, VirtualAddress, MemHandle);
 	if (idx) {
 		ptag = vd_obj_handle(nic->tpt.mr[idx].ptag);
-		flags = LD(&nic->tpt.shared->e[idx].flags);
+		flags = LD(&nic->tpt.e[idx].flags);
 	}
 	pthread_mutex_unlock(&nic->lock);
 	if (!idx)
@@ -637,8 +515,13 @@ VIP_RETURN VipSetMemAttributes(VIP_NIC_HANDLE NicHandle, VIP_PVOID VirtualAddres
 	if (idx) {
 		old = nic->tpt.mr[idx].ptag;
 		nic->tpt.mr[idx].ptag = ptag;
-		entry_update(&nic->tpt.shared->e[idx], ptag->id,
-			     attr_flags(MemAttrs));
+		struct vd_mr_info info;
+
+		ST(&nic->tpt.e[idx].ptag_id, ptag->id);
+		ST(&nic->tpt.e[idx].flags, attr_flags(MemAttrs));
+		entry_info(&nic->tpt.e[idx], &info);
+		info.pinned = nic->tpt.mr[idx].lmm != VD_LMM_UNPINNED;
+		nic->ops->mr_update(nic, idx, &info);
 	}
 	pthread_mutex_unlock(&nic->lock);
 	vd_ptag_release(idx ? old : ptag);

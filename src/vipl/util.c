@@ -42,7 +42,7 @@ VIP_RETURN vd_ret(int err)
 #if EOPNOTSUPP != ENOTSUP
 	case -EOPNOTSUPP:
 #endif
-	case -ENOTSUP:
+	case -ENOTSUP: case -ENOSYS:
 		return VIP_ERROR_NOT_SUPPORTED;
 	case -EBUSY: case -EISCONN: case -ENOTCONN: case -EALREADY:
 		return VIP_INVALID_STATE;
@@ -59,14 +59,6 @@ VIP_RETURN vd_ret(int err)
 		 * unexpected: the provider ran out of something. */
 		return VIP_ERROR_RESOURCE;
 	}
-}
-
-uint64_t vd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* VIP_INFINITE is 0xFFFFFFFF, but VIP_ULONG is 64-bit on LP64, so clients
@@ -94,64 +86,6 @@ int vd_timeout_ms(VIP_ULONG timeout_ms)
 	if (timeout_infinite(timeout_ms))
 		return -1;
 	return timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms;
-}
-
-/* splitmix64 finaliser: spreads weak inputs over all bits. */
-static uint64_t mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-uint32_t vd_random32(void)
-{
-	static _Atomic uint64_t counter;
-	uint32_t v;
-	uint64_t z;
-
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
-		return v;
-	/* No entropy yet (early boot) or no getrandom: still unpredictable
-	 * enough for memory-handle keys, and never repeats in a process.
-	 * Relaxed: the counter only needs to be unique, not ordered. */
-	z = vd_now_ns() ^ ((uint64_t)getpid() << 32) ^
-	    (atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) *
-	     0x9e3779b97f4a7c15ull);
-	return (uint32_t)(mix64(z) >> 16);
-}
-
-void vd_log(const char *fmt, ...)
-{
-	uint64_t dbg = 0;
-	char buf[512];
-	va_list ap;
-	int n;
-
-	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
-		return;
-	n = snprintf(buf, sizeof(buf), "viaduct[%d]: ", (int)getpid());
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
-	/* One write per line so lines of several threads do not interleave. */
-	fprintf(stderr, "%s\n", buf);
-}
-
-/* Contended vd_lock: spin on a plain load (no cache-line ping-pong of
- * exchanges), then give the CPU away -- with more threads than cores the
- * holder may be waiting for ours. */
-void vd_lock_slow(vd_lock_t *l)
-{
-	for (unsigned spins = 0;; spins++) {
-		if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
-			return;
-		if (spins < 200)
-			vd_cpu_relax();
-		else
-			sched_yield();
-	}
 }
 
 /* How long *Wait polls before sleeping (VIADUCT_SPIN_US, default 20). */

@@ -93,7 +93,7 @@ VIP_RETURN VipCreateVi(VIP_NIC_HANDLE nh, VIP_VI_ATTRIBUTES *a, VIP_CQ_HANDLE sh
 	p = vi_ptag(nic, a->Ptag, &err);
 	if (err)
 		return VIP_INVALID_PTAG;
-	if (!vd_nic_reserve(nic, &nic->nvis, VD_MAX_VI)) {
+	if (!vd_nic_reserve(nic, &nic->nvis, nic->caps->max_vi)) {
 		vd_ptag_release(p);
 		return VIP_ERROR_RESOURCE;      /* MaxVI of VipQueryNic */
 	}

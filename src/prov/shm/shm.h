@@ -12,8 +12,48 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "vipl/vipl_internal.h"
+#include "vipl/prov.h"
 #include "prov/shm/shm_layout.h"
+
+#define VD_SHM_ADDR_LEN 6               /* node address bytes */
+#define VD_SHM_MAX_DISCRIMINATOR 32     /* base64-encoded into a socket name */
+#define VD_SHM_MAX_VI 65536u            /* per NIC */
+#define VD_SHM_MAX_CQ 4096u             /* per NIC: doorbell slots */
+
+/* shm_ns.c: node address and one-node name service (prov.h ops). */
+int vd_shm_node_address(struct vd_nic *nic, uint8_t *addr);
+int vd_shm_ns_lookup(struct vd_nic *nic, const char *name, unsigned index, uint8_t *addr);
+int vd_shm_ns_reverse(struct vd_nic *nic, const uint8_t *addr, char *name,
+		      size_t room, size_t *need);
+
+/* ---- the published translation and protection table (shm_tpt.c) ----------
+ * A copy of the core's table in a sealed memfd that connected peers map
+ * read-only and consult before any RDMA into or out of the owner's
+ * memory. */
+#define VD_SHM_TPT_MAGIC 0x76647470u      /* "vdtp" */
+#define VD_SHM_TPT_VERSION 2u
+
+struct vd_shm_tpt_entry {
+	_Atomic uint32_t seq;     /* seqlock: odd while the entry changes */
+	uint32_t key;             /* 0: free or revoked */
+	uint64_t addr;
+	uint64_t len;
+	uint32_t ptag_id;
+	uint32_t flags;           /* VD_TPT_RDMA_* */
+};
+_Static_assert(sizeof(struct vd_shm_tpt_entry) == 32, "TPT entry layout");
+
+struct vd_shm_tpt_shared {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t nentries;
+	uint32_t reserved[13];
+	struct vd_shm_tpt_entry e[];
+};
+_Static_assert(sizeof(struct vd_shm_tpt_shared) == 64, "TPT header layout");
+
+#define VD_SHM_TPT_BYTES \
+	(sizeof(struct vd_shm_tpt_shared) + VD_TPT_MAX * sizeof(struct vd_shm_tpt_entry))
 
 /* One connected VI's provider state (vd_vi.conn). */
 struct vd_shm_conn {
@@ -37,8 +77,8 @@ struct vd_shm_conn {
 	uint8_t *tx_msg, *rx_msg;           /* message rings (shm_ring.c) */
 	uint32_t msg_lines;                 /* lines per message ring */
 
-	/* Peer's TPT, mapped read-only (VD_TPT_SHARED_BYTES), for RDMA. */
-	const struct vd_tpt_shared *peer_tpt;
+	/* Peer's TPT, mapped read-only (VD_SHM_TPT_BYTES), for RDMA. */
+	const struct vd_shm_tpt_shared *peer_tpt;
 	/* Peer's receive CQ doorbell page, mapped read-write, or NULL when
 	 * the peer VI's receive queue has no CQ. */
 	struct vd_cq_ring *peer_rcq;
@@ -84,7 +124,26 @@ struct vd_shm_nic {
 	struct vd_nic *nic;
 	pthread_mutex_t lock;
 	struct vd_list listeners;           /* struct vd_shm_listener */
+	int tpt_fd;                         /* sealed; peers map it read-only */
+	struct vd_shm_tpt_shared *tpt;      /* our writable mapping */
 };
+
+static inline struct vd_shm_nic *vd_shm_nic(struct vd_nic *nic)
+{
+	return nic->prov;
+}
+
+/* shm_tpt.c */
+int vd_shm_tpt_open(struct vd_shm_nic *sn);
+void vd_shm_tpt_close(struct vd_shm_nic *sn);
+int vd_shm_mr_reg(struct vd_nic *nic, uint32_t idx, const struct vd_mr_info *m);
+void vd_shm_mr_update(struct vd_nic *nic, uint32_t idx, const struct vd_mr_info *m);
+int vd_shm_mr_dereg(struct vd_nic *nic, uint32_t idx);
+/* Initiator-side check against a peer's read-only table: the handle is
+ * live, the range inside it, the ptag the target VI's (0 = any), and
+ * the region's VD_TPT_RDMA_* flag `need`.  0, -EBADF, -ERANGE, -EACCES. */
+int vd_shm_tpt_check(const struct vd_shm_tpt_shared *t, VIP_MEM_HANDLE h,
+		     uint64_t addr, uint64_t len, uint32_t vi_ptag_id, uint32_t need);
 
 /* Per-CQ provider state (vd_cq.prov), made by cq_open (shm_cq.c).  The
  * memfd is handed to peers whose VIs send to a VI bound to this CQ. */
@@ -230,7 +289,7 @@ bool vd_shm_cq_rings_ready(struct vd_shm_cq *sc);
 bool vd_shm_cq_ready(struct vd_cq *cq);
 
 /* ---- futex (shm_xfer.c) ----------------------------------------------------- */
-int vd_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);
-void vd_futex_wake(_Atomic uint32_t *addr);
+int vd_shm_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);
+void vd_shm_futex_wake(_Atomic uint32_t *addr);
 
 #endif /* VIADUCT_SHM_H */

@@ -227,15 +227,15 @@ int vd_shm_conn_attach(struct vd_shm_conn *c, int memfd, int dir_tx)
 
 static int map_peer_tpt(struct vd_shm_conn *c, int fd)
 {
-	const struct vd_tpt_shared *t;
+	const struct vd_shm_tpt_shared *t;
 	size_t size;
 
-	if (fd_sized(fd, VD_TPT_SHARED_BYTES, VD_TPT_SHARED_BYTES, &size))
+	if (fd_sized(fd, VD_SHM_TPT_BYTES, VD_SHM_TPT_BYTES, &size))
 		return -EPROTO;
 	t = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	if (t == MAP_FAILED)
 		return -errno;
-	if (t->magic != VD_TPT_MAGIC || t->version != VD_TPT_VERSION ||
+	if (t->magic != VD_SHM_TPT_MAGIC || t->version != VD_SHM_TPT_VERSION ||
 	    t->nentries != VD_TPT_MAX) {
 		munmap((void *)t, size);
 		return -EPROTO;
@@ -328,7 +328,7 @@ void vd_shm_conn_free(struct vd_shm_conn *c)
 	if (c->region)
 		munmap(c->region, c->region_len);
 	if (c->peer_tpt)
-		munmap((void *)c->peer_tpt, VD_TPT_SHARED_BYTES);
+		munmap((void *)c->peer_tpt, VD_SHM_TPT_BYTES);
 	if (c->peer_rcq)
 		munmap(c->peer_rcq, c->peer_rcq_len);
 	if (c->sock >= 0)
@@ -386,7 +386,7 @@ static int vi_fds(const struct vd_vi *vi, int *fds, uint32_t *mask)
 {
 	int n = 0;
 
-	fds[n++] = vi->nic->tpt.memfd;
+	fds[n++] = vd_shm_nic(vi->nic)->tpt_fd;
 	*mask |= VD_HS_FD_TPT;
 	if (vi->recv_cq && vi->recv_cq->prov) {
 		fds[n++] = ((const struct vd_shm_cq *)vi->recv_cq->prov)->memfd;
@@ -1017,8 +1017,8 @@ static void conn_unblock(struct vd_shm_conn *c)
 {
 	atomic_fetch_add(&c->rx->s.xfer_write, 1);
 	atomic_fetch_add(&c->tx->r.cookie_write, 1);
-	vd_futex_wake(&c->rx->s.xfer_write);
-	vd_futex_wake(&c->tx->r.cookie_write);
+	vd_shm_futex_wake(&c->rx->s.xfer_write);
+	vd_shm_futex_wake(&c->tx->r.cookie_write);
 }
 
 void vd_shm_disconnect(struct vd_vi *vi)

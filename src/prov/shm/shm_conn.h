@@ -65,7 +65,7 @@
 #include "prov/shm/shm.h"
 
 /* ---- provider ops (the lead's vd_shm_ops points here) ------------------- */
-int vd_shm_nic_open(struct vd_nic *nic);
+int vd_shm_nic_open(struct vd_nic *nic, const char *spec);
 void vd_shm_nic_close(struct vd_nic *nic);
 int vd_shm_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local,
 			int timeout_ms, struct vd_conn_req **req);
@@ -83,8 +83,8 @@ int vd_shm_peer_progress(struct vd_vi *vi, int timeout_ms,
 void vd_shm_disconnect(struct vd_vi *vi);
 
 /* ---- wire formats ----------------------------------------------------------- */
-#define VD_SHM_ADDR_BYTES 44    /* >= VD_NIC_ADDR_LEN + VD_MAX_DISCRIMINATOR */
-static_assert(VD_SHM_ADDR_BYTES >= VD_NIC_ADDR_LEN + VD_MAX_DISCRIMINATOR,
+#define VD_SHM_ADDR_BYTES 44    /* >= VD_SHM_ADDR_LEN + VD_SHM_MAX_DISCRIMINATOR */
+static_assert(VD_SHM_ADDR_BYTES >= VD_SHM_ADDR_LEN + VD_SHM_MAX_DISCRIMINATOR,
 	      "address room");
 
 /* A full VIA address (host bytes then discriminator bytes). */

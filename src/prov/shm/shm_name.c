@@ -202,7 +202,7 @@ int vd_shm_sockname(struct sockaddr_un *sa, const struct vd_shm_addr *a, socklen
 	char *p = sa->sun_path + 1;
 
 	static_assert(1 + 13 + 10 + 1 + B64_LEN(SECRET_HEX / 2) + 1 +
-		      B64_LEN(VD_NIC_ADDR_LEN + VD_MAX_DISCRIMINATOR) <= sizeof(sa->sun_path),
+		      B64_LEN(VD_SHM_ADDR_LEN + VD_SHM_MAX_DISCRIMINATOR) <= sizeof(sa->sun_path),
 		      "socket name fits");
 	pthread_once(&g_secret_once, secret_init);
 	if (g_secret_err)

@@ -54,8 +54,8 @@ static int ms_until(uint64_t deadline)
 int vd_shm_addr_from(struct vd_shm_addr *a, const VIP_NET_ADDRESS *na)
 {
 	memset(a, 0, sizeof(*a));
-	if (!na || na->HostAddressLen != VD_NIC_ADDR_LEN ||
-	    na->DiscriminatorLen > VD_MAX_DISCRIMINATOR)
+	if (!na || na->HostAddressLen != VD_SHM_ADDR_LEN ||
+	    na->DiscriminatorLen > VD_SHM_MAX_DISCRIMINATOR)
 		return -EINVAL;
 	a->host_len = na->HostAddressLen;
 	a->disc_len = na->DiscriminatorLen;
@@ -65,7 +65,7 @@ int vd_shm_addr_from(struct vd_shm_addr *a, const VIP_NET_ADDRESS *na)
 
 static bool addr_valid(const struct vd_shm_addr *a)
 {
-	return a->host_len == VD_NIC_ADDR_LEN && a->disc_len <= VD_MAX_DISCRIMINATOR;
+	return a->host_len == VD_SHM_ADDR_LEN && a->disc_len <= VD_SHM_MAX_DISCRIMINATOR;
 }
 
 bool vd_shm_addr_eq(const struct vd_shm_addr *a, const struct vd_shm_addr *b)
@@ -89,10 +89,10 @@ int vd_shm_addr_cmp(const struct vd_shm_addr *a, const struct vd_shm_addr *b)
 
 int vd_shm_addr_local(const struct vd_shm_addr *a)
 {
-	uint8_t node[VD_NIC_ADDR_LEN];
+	uint8_t node[VD_SHM_ADDR_LEN];
 
-	vd_node_address(node);
-	if (a->host_len != VD_NIC_ADDR_LEN || memcmp(a->b, node, VD_NIC_ADDR_LEN))
+	vd_shm_node_address(NULL, node);
+	if (a->host_len != VD_SHM_ADDR_LEN || memcmp(a->b, node, VD_SHM_ADDR_LEN))
 		return -EHOSTUNREACH;
 	return 0;
 }
@@ -801,14 +801,27 @@ static void allow_ptracer(void)
 	atomic_store_explicit(&done_pid, me, memory_order_relaxed);
 }
 
-int vd_shm_nic_open(struct vd_nic *nic)
+int vd_shm_nic_open(struct vd_nic *nic, const char *spec)
 {
 	struct vd_shm_nicx *nx = calloc(1, sizeof(*nx));
+	int err;
 
+	if (*spec) {
+		fprintf(stderr, "viaduct: provider shm takes no options (\"shm:%s\")\n", spec);
+		free(nx);
+		return -EINVAL;
+	}
 	if (!nx)
 		return -ENOMEM;
 	allow_ptracer();
 	nx->pub.nic = nic;
+	nx->pub.tpt_fd = -1;
+	err = vd_shm_tpt_open(&nx->pub);
+	if (err) {
+		vd_shm_tpt_close(&nx->pub);
+		free(nx);
+		return err;
+	}
 	pthread_mutex_init(&nx->pub.lock, NULL);
 	vd_list_init(&nx->pub.listeners);
 	cond_init_mono(&nx->cond);
@@ -850,6 +863,7 @@ void vd_shm_nic_close(struct vd_nic *nic)
 	pthread_mutex_unlock(&nx->pub.lock);
 	pthread_cond_destroy(&nx->cond);
 	pthread_mutex_destroy(&nx->pub.lock);
+	vd_shm_tpt_close(&nx->pub);
 	nic->prov = NULL;
 	free(nx);
 	vd_shm_service_nic_ref(-1);

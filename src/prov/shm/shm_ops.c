@@ -1,13 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /* The shm provider's operation table (one node: shared memory + CMA). */
+#include <stdio.h>
+#include <string.h>
+
 #include "prov/shm/shm.h"
 #include "prov/shm/shm_conn.h"
 
+static void shm_query(struct vd_nic *nic, struct vd_prov_caps *c)
+{
+	(void)nic;
+	c->flags = VD_PROV_MOVES_BY_ADDRESS |   /* process_vm_readv/writev */
+		   VD_PROV_RINGS | VD_PROV_RDMA_READ;
+	c->addr_len = VD_SHM_ADDR_LEN;
+	c->max_discriminator = VD_SHM_MAX_DISCRIMINATOR;
+	c->inline_max = 40;
+	c->max_transfer = VD_MAX_TRANSFER;
+	c->max_vi = VD_SHM_MAX_VI;
+	c->max_cq = VD_SHM_MAX_CQ;
+	c->max_segs = VD_MAX_SEGS;
+	c->reliability = VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY |
+			 VIP_SERVICE_RELIABLE_RECEPTION;
+	snprintf(c->fabric, sizeof(c->fabric), "%s", "shared memory + CMA");
+}
+
 const struct vd_prov_ops vd_shm_ops = {
+	.size = sizeof(struct vd_prov_ops),
+	.version = VD_PROV_OPS_VERSION,
 	.name = "shm",
-	.caps = VD_PROV_MOVES_BY_ADDRESS,   /* process_vm_readv/writev */
 	.nic_open = vd_shm_nic_open,
 	.nic_close = vd_shm_nic_close,
+	.query = shm_query,
+	.node_address = vd_shm_node_address,
+	.ns_lookup = vd_shm_ns_lookup,
+	.ns_reverse = vd_shm_ns_reverse,
+	.mr_reg = vd_shm_mr_reg,
+	.mr_update = vd_shm_mr_update,
+	.mr_dereg = vd_shm_mr_dereg,
 	.connect_wait = vd_shm_connect_wait,
 	.conn_req_info = vd_shm_conn_req_info,
 	.connect_accept = vd_shm_connect_accept,
@@ -33,5 +61,4 @@ const struct vd_prov_ops vd_shm_ops = {
 	.ring_send = vd_shm_ring_send,
 	.ring_peek = vd_shm_ring_peek,
 	.ring_release = vd_shm_ring_release,
-	.mr_quiesce = vd_shm_mr_quiesce,
 };

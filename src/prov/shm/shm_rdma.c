@@ -47,7 +47,7 @@ static int rdma_permitted(struct vd_shm_conn *c, VIP_MEM_HANDLE h, uint64_t addr
 		return -EACCES;
 	if (!c->peer_tpt)
 		return -EACCES;
-	return vd_tpt_check_remote(c->peer_tpt, h, addr, len, ptag,
+	return vd_shm_tpt_check(c->peer_tpt, h, addr, len, ptag,
 				   write ? VD_TPT_RDMA_WRITE : VD_TPT_RDMA_READ);
 }
 

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vipl/vipl_internal.h"
+#include "util/handle.h"
 
 #define IDX_BITS 24
 #define GEN_SHIFT 24
@@ -200,7 +200,7 @@ static void slot_put(uint32_t idx)
 
 /* ---- objects ---------------------------------------------------------------- */
 
-void *vd_obj_new(enum vd_obj_type type, size_t size)
+void *vd_obj_new(unsigned type, size_t size)
 {
 	int k = size_class_of(size < 64 ? 64 : size);
 	struct vd_obj *o = NULL;
@@ -276,7 +276,7 @@ void *vd_obj_handle(const void *obj)
 }
 
 /* Hot path (every post): no lock, a handful of loads. */
-void *vd_obj_lookup(const void *handle, enum vd_obj_type type)
+void *vd_obj_lookup(const void *handle, unsigned type)
 {
 	uint64_t h = (uint64_t)(uintptr_t)handle;
 	uint32_t idx = (uint32_t)(h & (MAX_SLOTS - 1)) - 1;

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/* Clock, randomness, debug log, futex words and the queue lock's slow path. */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <viaduct/viaduct.h>
+
+#include "util/lock.h"
+#include "util/sys.h"
+
+uint64_t vd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64 finaliser: spreads weak inputs over all bits. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint32_t vd_random32(void)
+{
+	static _Atomic uint64_t counter;
+	uint32_t v;
+	uint64_t z;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	/* No entropy yet (early boot) or no getrandom: still unpredictable
+	 * enough for memory-handle keys, and never repeats in a process.
+	 * Relaxed: the counter only needs to be unique, not ordered. */
+	z = vd_now_ns() ^ ((uint64_t)getpid() << 32) ^
+	    (atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) *
+	     0x9e3779b97f4a7c15ull);
+	return (uint32_t)(mix64(z) >> 16);
+}
+
+uint64_t vd_random64(void)
+{
+	return (uint64_t)vd_random32() << 32 | vd_random32();
+}
+
+void vd_log(const char *fmt, ...)
+{
+	uint64_t dbg = 0;
+	char buf[512];
+	va_list ap;
+	int n;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
+		return;
+	n = snprintf(buf, sizeof(buf), "viaduct[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* One write per line so lines of several threads do not interleave. */
+	fprintf(stderr, "%s\n", buf);
+}
+
+int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+
+	if (deadline_ns) {
+		uint64_t now = vd_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		uint64_t left = deadline_ns - now;
+		ts.tv_sec = (time_t)(left / 1000000000u);
+		ts.tv_nsec = (long)(left % 1000000000u);
+		tsp = &ts;
+	}
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
+	return 0;
+}
+
+void vd_futex_bump(_Atomic uint32_t *word)
+{
+	/* Release pairs with the caller's load of *word before
+	 * vd_futex_wait(): a bump after that load makes the wait fail with
+	 * EAGAIN. */
+	atomic_fetch_add_explicit(word, 1, memory_order_release);
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Contended vd_lock: spin on a plain load (no cache-line ping-pong of
+ * exchanges), then give the CPU away -- with more threads than cores the
+ * holder may be waiting for ours. */
+void vd_lock_slow(vd_lock_t *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+			return;
+		if (spins < 200)
+			vd_cpu_relax();
+		else
+			sched_yield();
+	}
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small system helpers every layer uses: the monotonic clock, random
+ * values, the debug log and private futex words.
+ */
+#ifndef VIADUCT_UTIL_SYS_H
+#define VIADUCT_UTIL_SYS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+uint64_t vd_now_ns(void);                   /* CLOCK_MONOTONIC */
+/* Random 32/64-bit value (getrandom, never blocks). */
+uint32_t vd_random32(void);
+uint64_t vd_random64(void);
+/* Debug log to stderr when VIADUCT_DEBUG is set. */
+void vd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Private (one-process) futex on *word: sleep while it still holds
+ * `seen`, until deadline_ns (CLOCK_MONOTONIC; 0 = infinite).  0 or
+ * -ETIMEDOUT; spurious returns allowed. */
+int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
+/* Bump *word and wake every sleeper on it. */
+void vd_futex_bump(_Atomic uint32_t *word);
+
+#endif /* VIADUCT_UTIL_SYS_H */
