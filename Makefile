@@ -17,7 +17,8 @@
 
 # Debian packages needed to build, test and plot; one list, used by deps.
 DEB_PACKAGES := cmake ninja-build gcc make pkg-config python3 \
-	python3-matplotlib procps util-linux mpich
+	python3-matplotlib procps util-linux mpich libfabric-dev libfabric-bin \
+	iproute2
 
 PREFIX ?= /usr/local
 DESTDIR ?=

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider: VIPL across hosts over libfabric.
+ *
+ * One reliable-datagram (FI_EP_RDM) endpoint per NIC carries every VI's
+ * traffic; connections are ours, made by a three-message handshake
+ * through a listener endpoint per discriminator and authenticated with
+ * the job key.  RDM is what every fabric offers (tcp;ofi_rxm here, efa,
+ * cxi, psm3, opx, verbs;ofi_rxm), where FI_EP_MSG is not.
+ *
+ * Data never lands in memory by the initiator's word alone: every message
+ * goes into one of our receive buffers and is placed by the target after
+ * it checked the target VI's queue and its translation and protection
+ * table; larger sends and RDMA writes are pulled by the target (fi_read)
+ * from a buffer the initiator exposes for that one operation, RDMA reads
+ * pushed by the target (fi_write).  So a forged, revoked or wrong-ptag
+ * handle or an out-of-range address moves 0 bytes, deregistration revokes
+ * at once, and no registration is ever exposed to the fabric for remote
+ * access.
+ *
+ * Progress (the fabric's data progress is manual on tcp): a thread that
+ * sleeps in a *Wait, a CQ wait or the provider's service thread owns the
+ * progress lock and reads the fabric CQ.  A completion is recorded in its
+ * connection and then applied under the VI's queue lock, taken with
+ * trylock only: whoever holds that lock applies it (send_progress and
+ * recv_progress begin with that), else the next progress pass retries.
+ * Nothing that holds a queue lock ever waits for the progress lock.
+ */
+#ifndef VIADUCT_OFI_H
+#define VIADUCT_OFI_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "vipl/prov.h"
+
+#define VD_OFI_ADDR_LEN 4           /* IPv4 host address */
+#define VD_OFI_MAX_DISC 32
+#define VD_OFI_EAGER_MAX 32768      /* payload bytes per message (chunk) */
+#define VD_OFI_RX_BUFS 64           /* receive buffers per endpoint */
+#define VD_OFI_TX_WINDOW 64         /* sends in flight per VI */
+#define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
+#define VD_OFI_KEEPALIVE_NS 250000000ull
+
+/* ---- wire format ---------------------------------------------------------- */
+#define VD_OFI_MAGIC 0x7664u        /* "vd" */
+#define VD_OFI_VERSION 1u
+
+enum vd_ofi_type {
+	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
+	VD_OFI_CONN_ACC,            /* accepted: here is my connection */
+	VD_OFI_CONN_REJ,            /* rejected / no such discriminator */
+	VD_OFI_CONN_CFM,            /* requester confirms: now connected */
+	VD_OFI_DISC,                /* peer disconnected */
+	VD_OFI_SEND,                /* a chunk of a send: a = offset, b = total */
+	VD_OFI_RDMAW,               /* a chunk of an RDMA write: a = handle,
+	                             * b = target address of the chunk,
+	                             * c = offset, d = total */
+	VD_OFI_RDMAR,               /* RDMA read request: a = handle,
+	                             * b = target address, d = total */
+	VD_OFI_RDMAR_DATA,          /* a chunk of the answer: a = offset */
+	VD_OFI_DONE,                /* RDMA op `seq` finished: a = VIP_STATUS */
+	VD_OFI_NOTICE,              /* peer broke the VI: a = VIP_ERROR_CODE */
+	VD_OFI_KEEPALIVE,
+	VD_OFI_TYPE_MAX,
+};
+
+#define VD_OFI_F_IMM 0x1u           /* imm is valid (last chunk) */
+#define VD_OFI_F_LAST 0x2u          /* last chunk of the operation */
+
+struct vd_ofi_hdr {
+	uint16_t magic;
+	uint8_t version;
+	uint8_t type;               /* enum vd_ofi_type */
+	uint32_t conn;              /* the receiver's connection index */
+	uint64_t token;             /* the receiver's connection secret */
+	uint32_t seq;               /* sender's operation number (DONE names it) */
+	uint32_t len;               /* payload bytes after the header */
+	uint32_t imm;
+	uint32_t flags;             /* VD_OFI_F_* */
+	uint64_t a, b, c, d;        /* per type */
+};
+static_assert(sizeof(struct vd_ofi_hdr) == 64, "ofi header layout");
+
+/* Handshake payload (CONN_REQ, CONN_ACC, CONN_CFM). */
+struct vd_ofi_cm {
+	uint8_t ep[VD_OFI_EP_NAME_MAX];    /* sender's data endpoint name */
+	uint32_t ep_len;
+	uint32_t conn;              /* sender's connection index */
+	uint64_t token;             /* sender's connection secret */
+	uint64_t nonce_req, nonce_acc;
+	uint8_t host[VD_OFI_ADDR_LEN];     /* sender's host address */
+	uint16_t disc_len;          /* sender's discriminator */
+	uint16_t want_len;          /* discriminator asked for (REQ) */
+	uint8_t disc[VD_OFI_MAX_DISC];
+	uint8_t want[VD_OFI_MAX_DISC];
+	uint32_t reliability;       /* VIP_VI_ATTRIBUTES the peer needs */
+	uint32_t mtu;
+	uint32_t rdma_flags;        /* VD_TPT_RDMA_* enabled on the VI */
+	uint32_t reserved;
+	uint64_t mac[2];            /* keyed hash of everything above */
+};
+static_assert(sizeof(struct vd_ofi_cm) == 200, "ofi cm layout");
+
+#define VD_OFI_MSG_MAX (sizeof(struct vd_ofi_hdr) + VD_OFI_EAGER_MAX)
+
+/* ---- operations in flight (fabric contexts) -------------------------------- */
+enum vd_ofi_op_kind { OP_RX, OP_TX };
+
+struct vd_ofi_ep;
+struct vd_ofi_conn;
+
+struct vd_ofi_op {
+	struct fi_context2 ctx;     /* first: FI_CONTEXT / FI_CONTEXT2 */
+	enum vd_ofi_op_kind kind;
+	struct vd_ofi_ep *ep;       /* OP_RX: whose buffer */
+	struct vd_ofi_conn *conn;   /* OP_TX / OP_RMA: owner, or NULL */
+	struct vd_ofi_op *next;     /* free list, arrival queue */
+	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
+	size_t len;                 /* received bytes (OP_RX) */
+	uint8_t buf[];              /* VD_OFI_MSG_MAX */
+};
+
+/* ---- endpoints and NIC --------------------------------------------------- */
+
+/* An RDM endpoint: the NIC's data endpoint, or a discriminator's listener. */
+struct vd_ofi_ep {
+	struct fid_ep *ep;
+	struct vd_ofi_nic *on;
+	bool listener;
+	uint8_t disc[VD_OFI_MAX_DISC];
+	uint16_t disc_len;
+	uint8_t name[VD_OFI_EP_NAME_MAX];
+	size_t name_len;
+	struct vd_ofi_op *rx[VD_OFI_RX_BUFS];
+	struct vd_list link;        /* vd_ofi_nic.listeners */
+	struct vd_list reqs;        /* struct vd_conn_req waiting for accept */
+};
+
+struct vd_ofi_nic {
+	struct vd_nic *nic;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	int wait_fd;                /* the CQ's fd (FI_WAIT_FD), or -1 */
+	struct vd_ofi_ep data;
+	_Atomic uint32_t placing;   /* target-side copies into registered
+	                             * memory in progress (mr_dereg waits) */
+	uint8_t host[VD_OFI_ADDR_LEN];
+	char iface_ip[46];          /* INET6_ADDRSTRLEN */
+	uint64_t mr_mode;
+	size_t key_size;
+	uint64_t job_key[2];
+
+	pthread_mutex_t lock;       /* listeners, conns table, free lists */
+	pthread_cond_t cond;        /* handshake progress (with lock) */
+	struct vd_list listeners;
+	struct vd_ofi_conn **conns; /* by index; NULL = free */
+	uint32_t nconns;
+	vd_lock_t tx_lock;          /* tx_free */
+	struct vd_ofi_op *tx_free;
+
+	vd_lock_t progress;         /* who reads the fabric CQ */
+	_Atomic uint32_t events;    /* futex word, bumped after every pass
+	                             * that recorded something */
+	_Atomic uint32_t pending;   /* conns with unapplied completions */
+	pthread_t service;
+	_Atomic bool stop;
+	bool service_started;
+	void **mr_desc;             /* FI_MR_LOCAL: desc per TPT index */
+	struct fid_mr **mrs;
+};
+
+static inline struct vd_ofi_nic *vd_ofi_nic(struct vd_nic *nic)
+{
+	return nic->prov;
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+struct vd_ofi_tx {                  /* one descriptor in flight */
+	uint32_t seq;
+	uint32_t chunks;            /* messages posted for it */
+	_Atomic uint32_t sent;      /* fabric completions of them */
+	_Atomic uint32_t failed;
+	_Atomic uint32_t status;    /* DONE's status + 1, 0 = none yet */
+	_Atomic(VIP_DESCRIPTOR *) desc;   /* RDMA read: where data lands */
+	bool wants_done;            /* RDMA: completes on DONE */
+	bool posted;                /* every chunk is out */
+};
+
+struct vd_ofi_conn {
+	struct vd_ofi_nic *on;
+	struct vd_vi *vi;
+	uint32_t idx;
+	uint64_t token;             /* ours: peers must present it */
+	uint32_t peer_conn;
+	uint64_t peer_token;
+	fi_addr_t peer;             /* the peer's data endpoint */
+	VIP_VI_ATTRIBUTES peer_attrs;
+	uint32_t peer_rdma;         /* peer VI's RDMA enables */
+
+	/* Arrivals, in order; appended by progress, taken under rq.lock. */
+	vd_lock_t in_lock;
+	struct vd_ofi_op *in_head, **in_tail;
+	uint32_t rx_seq;            /* rq.lock: message being placed */
+	bool rx_active;             /* rq.lock: a send is being placed */
+	bool rx_drop;               /* rq.lock: ...and dropped (unreliable) */
+	uint64_t rx_got;            /* rq.lock: bytes of it so far */
+	uint32_t rdma_bad_seq;      /* rq.lock: RDMA write refused: seq + 1 */
+
+	/* Sends: window slots by sq index (sq.lock). */
+	struct vd_ofi_tx tx[VD_OFI_TX_WINDOW];
+	uint64_t tx_posted;         /* sq.lock: next sq index to post */
+	uint64_t tx_off;            /* sq.lock: bytes of it already posted */
+	uint32_t tx_seq;            /* sq.lock */
+
+	_Atomic bool broken;
+	_Atomic bool dead;          /* disconnected: progress leaves it alone */
+	_Atomic bool reported;      /* the break went to the core */
+	_Atomic uint32_t break_code;
+	_Atomic bool kick;          /* completions recorded, not applied */
+	_Atomic uint64_t last_rx_ns, last_tx_ns;
+
+	/* Handshake */
+	uint64_t nonce_req, nonce_acc;
+	int hs_state;               /* under on->lock: 0 none, 1 waiting, 2 acc, 3 rej, 4 cfm */
+	struct vd_ofi_cm hs_peer;
+};
+
+/* A connection request that arrived at a listener. */
+struct vd_conn_req {
+	struct vd_list link;
+	struct vd_ofi_nic *on;
+	struct vd_ofi_cm cm;
+	fi_addr_t from;
+};
+
+/* ---- functions ----------------------------------------------------------------- */
+
+/* ofi_nic.c */
+int vd_ofi_nic_open(struct vd_nic *nic, const char *spec);
+void vd_ofi_nic_close(struct vd_nic *nic);
+void vd_ofi_query(struct vd_nic *nic, struct vd_prov_caps *c);
+int vd_ofi_node_address(struct vd_nic *nic, uint8_t *addr);
+int vd_ofi_ns_lookup(struct vd_nic *nic, const char *name, unsigned index, uint8_t *addr);
+int vd_ofi_ns_reverse(struct vd_nic *nic, const uint8_t *addr, char *name,
+		      size_t room, size_t *need);
+int vd_ofi_mr_reg(struct vd_nic *nic, uint32_t idx, const struct vd_mr_info *m);
+int vd_ofi_mr_dereg(struct vd_nic *nic, uint32_t idx);
+void *vd_ofi_local_desc(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
+/* Progress: read the fabric CQ until empty (and wait up to deadline_ns
+ * for something when `block`).  Returns with nothing held. */
+void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block);
+/* Sleep until a progress pass recorded something, or the deadline. */
+int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns);
+struct vd_ofi_op *vd_ofi_tx_get(struct vd_ofi_nic *on);
+void vd_ofi_tx_put(struct vd_ofi_nic *on, struct vd_ofi_op *op);
+/* Post a filled OP_TX op of len bytes to `to`: 0, -ETIMEDOUT (the
+ * fabric stayed full), -EIO. */
+int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to);
+/* Send header + payload (copied) to `to` from the data endpoint. */
+int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
+		    uint32_t tx_slot);
+void vd_ofi_repost(struct vd_ofi_op *op);
+int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *service);
+void vd_ofi_ep_close(struct vd_ofi_ep *e);
+uint64_t vd_ofi_mac(const struct vd_ofi_nic *on, const char *label,
+		    const void *p, size_t n, uint64_t salt);
+
+/* ofi_conn.c */
+int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local,
+			int timeout_ms, struct vd_conn_req **req);
+void vd_ofi_conn_req_info(struct vd_conn_req *req, VIP_NET_ADDRESS *remote,
+			  size_t remote_room, VIP_VI_ATTRIBUTES *attrs);
+int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi);
+void vd_ofi_connect_reject(struct vd_conn_req *req);
+int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
+			   const VIP_NET_ADDRESS *remote, int timeout_ms,
+			   VIP_VI_ATTRIBUTES *remote_attrs);
+void vd_ofi_disconnect(struct vd_vi *vi);
+void vd_ofi_listeners_free(struct vd_ofi_nic *on);
+/* A control message (handshake) arrived; consumes nothing. */
+void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep,
+		  const struct vd_ofi_hdr *h, const void *payload, fi_addr_t from);
+struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint64_t token);
+void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell);
+void vd_ofi_keepalive(struct vd_ofi_nic *on);
+
+/* ofi_xfer.c */
+int vd_ofi_send_progress(struct vd_vi *vi);
+int vd_ofi_recv_publish(struct vd_vi *vi);
+int vd_ofi_recv_progress(struct vd_vi *vi);
+int vd_ofi_send_sleep(struct vd_vi *vi, uint64_t deadline_ns);
+int vd_ofi_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns);
+void vd_ofi_wake(struct vd_vi *vi);
+void vd_ofi_conn_ready(struct vd_vi *vi);
+/* Progress recorded something for c: apply it if its locks are free. */
+void vd_ofi_kick(struct vd_ofi_conn *c);
+void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
+void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err);
+void vd_ofi_conn_free_data(struct vd_ofi_conn *c);
+
+/* ofi_cq.c */
+int vd_ofi_cq_open(struct vd_cq *cq);
+void vd_ofi_cq_close(struct vd_cq *cq);
+int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
+int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
+int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
+bool vd_ofi_cq_ready(struct vd_cq *cq);
+
+#endif /* VIADUCT_OFI_H */

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider connections.
+ *
+ * A discriminator's listener is an RDM endpoint on a port derived from it
+ * (VIADUCT_OFI_PORT_BASE + hash mod 4096), so a requester needs nothing
+ * but the host address and the discriminator, as in VIA.  Handshake:
+ *   REQ  requester -> listener   its endpoint name, connection, nonce_req
+ *   ACC  accepter  -> requester  its endpoint name, connection, nonce_acc
+ *   CFM  requester -> accepter   (or REJ instead of ACC)
+ * Each carries a keyed hash under the job key over its contents and the
+ * other side's nonce, so only a process holding the key completes one,
+ * and a replayed REQ or ACC leads nowhere.  Every later message must
+ * present the receiver's connection index and 64-bit token.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prov/ofi/ofi.h"
+
+#define PORT_RANGE 4096u
+#define MAX_QUEUED_REQS 64
+#define CFM_TIMEOUT_MS 5000
+
+static uint64_t param(const char *name, uint64_t dflt)
+{
+	uint64_t v = dflt;
+
+	(void)viaduct_param_uint(name, dflt, &v);      /* checked at open */
+	return v;
+}
+
+static unsigned disc_port(const uint8_t *d, unsigned n)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < n; i++)
+		h = (h ^ d[i]) * 16777619u;
+	return (unsigned)param("VIADUCT_OFI_PORT_BASE", 47000) + h % PORT_RANGE;
+}
+
+/* ---- connection table ------------------------------------------------------------------- */
+
+static struct vd_ofi_conn *conn_new(struct vd_ofi_nic *on, struct vd_vi *vi)
+{
+	struct vd_ofi_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->on = on;
+	c->vi = vi;
+	c->token = vd_random64() | 1;
+	vd_lock_init(&c->in_lock);
+	c->in_tail = &c->in_head;
+	atomic_store(&c->last_rx_ns, vd_now_ns());
+	pthread_mutex_lock(&on->lock);
+	/* Indices are never reused within a NIC: a stale message or
+	 * completion can only find its own connection. */
+	for (c->idx = 0; c->idx < on->nconns && on->conns[c->idx]; c->idx++)
+		;
+	if (c->idx == on->nconns) {
+		pthread_mutex_unlock(&on->lock);
+		free(c);
+		return NULL;
+	}
+	on->conns[c->idx] = c;
+	pthread_mutex_unlock(&on->lock);
+	return c;
+}
+
+struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint64_t token)
+{
+	struct vd_ofi_conn *c;
+
+	if (idx >= on->nconns)
+		return NULL;
+	pthread_mutex_lock(&on->lock);
+	c = on->conns[idx];
+	pthread_mutex_unlock(&on->lock);
+	return c && c->token == token && !atomic_load(&c->dead) ? c : NULL;
+}
+
+void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
+{
+	if (atomic_exchange(&c->broken, true))
+		return;
+	atomic_store(&c->break_code, (uint32_t)code);
+	if (tell) {
+		struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
+					.type = VD_OFI_NOTICE, .conn = c->peer_conn,
+					.token = c->peer_token, .a = (uint64_t)code };
+		(void)vd_ofi_send_msg(c->on, c->peer, NULL, &h, NULL, 0, 0);
+	}
+	vd_futex_bump(&c->on->events);
+	pthread_cond_broadcast(&c->on->cond);
+}
+
+/* The service thread tells the core of breaks (it holds no lock). */
+static void report_breaks(struct vd_ofi_nic *on)
+{
+	for (;;) {
+		struct vd_vi *vi = NULL;
+		uint32_t code = 0;
+
+		pthread_mutex_lock(&on->lock);
+		for (uint32_t i = 0; i < on->nconns && !vi; i++) {
+			struct vd_ofi_conn *c = on->conns[i];
+			if (c && c->vi && atomic_load(&c->broken) && !atomic_load(&c->dead) &&
+			    c->hs_state == 4 && !atomic_exchange(&c->reported, true)) {
+				vi = c->vi;
+				code = atomic_load(&c->break_code);
+			}
+		}
+		pthread_mutex_unlock(&on->lock);
+		if (!vi)
+			return;
+		vd_vi_conn_broken(vi, (VIP_ERROR_CODE)code);
+	}
+}
+
+void vd_ofi_keepalive(struct vd_ofi_nic *on)
+{
+	uint64_t now = vd_now_ns();
+	uint64_t limit = param("VIADUCT_OFI_TIMEOUT_MS", 10000) * 1000000ull;
+
+	pthread_mutex_lock(&on->lock);
+	for (uint32_t i = 0; i < on->nconns; i++) {
+		struct vd_ofi_conn *c = on->conns[i];
+		if (!c || c->hs_state != 4 || atomic_load(&c->broken) || atomic_load(&c->dead))
+			continue;
+		if (now - atomic_load(&c->last_rx_ns) > limit) {
+			vd_log("ofi: peer of connection %u silent for %llu ms", c->idx,
+			       (unsigned long long)(limit / 1000000));
+			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+			continue;
+		}
+		if (now - atomic_load(&c->last_tx_ns) > VD_OFI_KEEPALIVE_NS / 2) {
+			struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
+						.type = VD_OFI_KEEPALIVE, .conn = c->peer_conn,
+						.token = c->peer_token };
+			atomic_store(&c->last_tx_ns, now);
+			/* A peer that died fails this send: its completion
+			 * breaks the connection. */
+			(void)vd_ofi_send_msg(on, c->peer, c, &h, NULL, 0, 0);
+		}
+	}
+	pthread_mutex_unlock(&on->lock);
+	report_breaks(on);
+}
+
+/* ---- handshake messages --------------------------------------------------------------------- */
+
+static void cm_fill(struct vd_ofi_nic *on, struct vd_ofi_conn *c, struct vd_ofi_cm *cm,
+		    const VIP_NET_ADDRESS *local, struct vd_vi *vi)
+{
+	memset(cm, 0, sizeof(*cm));
+	memcpy(cm->ep, on->data.name, on->data.name_len);
+	cm->ep_len = (uint32_t)on->data.name_len;
+	cm->conn = c ? c->idx : 0;
+	cm->token = c ? c->token : 0;
+	memcpy(cm->host, on->host, VD_OFI_ADDR_LEN);
+	if (local) {
+		cm->disc_len = local->DiscriminatorLen;
+		memcpy(cm->disc, local->HostAddress + local->HostAddressLen, local->DiscriminatorLen);
+	}
+	if (vi) {
+		cm->reliability = vi->attrs.ReliabilityLevel;
+		cm->mtu = vi->attrs.MaxTransferSize;
+		cm->rdma_flags = (vi->attrs.EnableRdmaWrite ? VD_TPT_RDMA_WRITE : 0) |
+				 (vi->attrs.EnableRdmaRead ? VD_TPT_RDMA_READ : 0);
+	}
+}
+
+static void cm_seal(struct vd_ofi_nic *on, struct vd_ofi_cm *cm, const char *label, uint64_t salt)
+{
+	cm->mac[1] = 0;
+	cm->mac[0] = vd_ofi_mac(on, label, cm, offsetof(struct vd_ofi_cm, mac), salt);
+}
+
+static bool cm_valid(struct vd_ofi_nic *on, const struct vd_ofi_cm *cm, const char *label,
+		     uint64_t salt)
+{
+	return cm->mac[0] == vd_ofi_mac(on, label, cm, offsetof(struct vd_ofi_cm, mac), salt) &&
+	       cm->ep_len > 0 && cm->ep_len <= VD_OFI_EP_NAME_MAX &&
+	       cm->disc_len <= VD_OFI_MAX_DISC && cm->want_len <= VD_OFI_MAX_DISC;
+}
+
+static int cm_send(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		   uint8_t type, uint32_t conn, uint64_t token, const struct vd_ofi_cm *cm)
+{
+	struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
+				.type = type, .conn = conn, .token = token };
+
+	return vd_ofi_send_msg(on, to, owner, &h, cm, sizeof(*cm), 0);
+}
+
+static int av_insert_name(struct vd_ofi_nic *on, const struct vd_ofi_cm *cm, fi_addr_t *fa)
+{
+	return fi_av_insert(on->av, cm->ep, 1, fa, 0, NULL) == 1 ? 0 : -EPROTO;
+}
+
+static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_cm *cm)
+{
+	struct vd_conn_req *r;
+	unsigned n = 0;
+
+	if (!cm_valid(on, cm, "REQ", 0) || cm->want_len != ep->disc_len ||
+	    memcmp(cm->want, ep->disc, ep->disc_len)) {
+		vd_log("ofi: connection request refused (job key or discriminator)");
+		return;
+	}
+	for (struct vd_list *l = ep->reqs.next; l != &ep->reqs; l = l->next)
+		n++;
+	r = n < MAX_QUEUED_REQS ? calloc(1, sizeof(*r)) : NULL;
+	if (!r)
+		return;
+	r->on = on;
+	r->cm = *cm;
+	vd_list_add(&ep->reqs, &r->link);
+	pthread_cond_broadcast(&on->cond);
+}
+
+void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_hdr *h,
+		  const void *payload, fi_addr_t from)
+{
+	struct vd_ofi_cm cm;
+	struct vd_ofi_conn *c;
+
+	(void)from;
+	if (h->len != sizeof(cm))
+		return;
+	memcpy(&cm, payload, sizeof(cm));
+	pthread_mutex_lock(&on->lock);
+	if (h->type == VD_OFI_CONN_REQ) {
+		if (ep->listener)
+			on_req(on, ep, &cm);
+		pthread_mutex_unlock(&on->lock);
+		return;
+	}
+	c = h->conn < on->nconns ? on->conns[h->conn] : NULL;
+	if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
+		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req))
+			c->hs_state = 2;
+		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req))
+			c->hs_state = 3;
+		else if (h->type == VD_OFI_CONN_CFM && cm_valid(on, &cm, "CFM", c->nonce_acc))
+			c->hs_state = 4;
+		if (c->hs_state != 1)
+			c->hs_peer = cm;
+		pthread_cond_broadcast(&on->cond);
+	}
+	pthread_mutex_unlock(&on->lock);
+}
+
+/* Wait (on->lock held) until pred or the deadline, driving progress. */
+static int wait_until(struct vd_ofi_nic *on, bool (*pred)(void *), void *arg, uint64_t deadline)
+{
+	while (!pred(arg)) {
+		if (deadline && vd_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		pthread_mutex_unlock(&on->lock);
+		vd_ofi_progress(on, vd_now_ns() + 5000000, true);
+		pthread_mutex_lock(&on->lock);
+	}
+	return 0;
+}
+
+static uint64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms < 0 ? 0 : vd_now_ns() + (uint64_t)timeout_ms * 1000000u;
+}
+
+/* ---- listeners ------------------------------------------------------------------------------ */
+
+static struct vd_ofi_ep *listener_get(struct vd_ofi_nic *on, const uint8_t *disc, unsigned n,
+				      int *err)
+{
+	struct vd_ofi_ep *e;
+	char port[16];
+
+	for (struct vd_list *l = on->listeners.next; l != &on->listeners; l = l->next) {
+		e = vd_container_of(l, struct vd_ofi_ep, link);
+		if (e->disc_len == n && !memcmp(e->disc, disc, n))
+			return e;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->listener = true;
+	e->disc_len = (uint16_t)n;
+	memcpy(e->disc, disc, n);
+	vd_list_init(&e->reqs);
+	snprintf(port, sizeof(port), "%u", disc_port(disc, n));
+	*err = vd_ofi_ep_open(on, e, port);
+	if (*err) {
+		vd_log("ofi: cannot listen on port %s: %s", port, strerror(-*err));
+		vd_ofi_ep_close(e);
+		free(e);
+		return NULL;
+	}
+	vd_list_add(&on->listeners, &e->link);
+	return e;
+}
+
+void vd_ofi_listeners_free(struct vd_ofi_nic *on)
+{
+	while (on->listeners.next != &on->listeners) {
+		struct vd_ofi_ep *e = vd_container_of(on->listeners.next, struct vd_ofi_ep, link);
+		vd_list_del(&e->link);
+		while (e->reqs.next != &e->reqs) {
+			struct vd_list *l = e->reqs.next;
+			vd_list_del(l);
+			free(vd_container_of(l, struct vd_conn_req, link));
+		}
+		vd_ofi_ep_close(e);
+		free(e);
+	}
+}
+
+static bool has_req(void *arg)
+{
+	struct vd_ofi_ep *e = arg;
+
+	return e->reqs.next != &e->reqs;
+}
+
+int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int timeout_ms,
+			struct vd_conn_req **req)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(nic);
+	uint64_t deadline = deadline_of(timeout_ms);
+	struct vd_ofi_ep *e;
+	int err = 0;
+
+	if (memcmp(local->HostAddress, on->host, VD_OFI_ADDR_LEN))
+		return -EINVAL;         /* not this host's address */
+	pthread_mutex_lock(&on->lock);
+	e = listener_get(on, local->HostAddress + local->HostAddressLen,
+			 local->DiscriminatorLen, &err);
+	if (e)
+		err = wait_until(on, has_req, e, deadline);
+	if (!err) {
+		struct vd_list *l = e->reqs.next;
+		vd_list_del(l);
+		*req = vd_container_of(l, struct vd_conn_req, link);
+	}
+	pthread_mutex_unlock(&on->lock);
+	return err;
+}
+
+void vd_ofi_conn_req_info(struct vd_conn_req *req, VIP_NET_ADDRESS *remote,
+			  size_t remote_room, VIP_VI_ATTRIBUTES *attrs)
+{
+	size_t need = sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + req->cm.disc_len;
+
+	memset(attrs, 0, sizeof(*attrs));
+	attrs->ReliabilityLevel = req->cm.reliability;
+	attrs->MaxTransferSize = req->cm.mtu;
+	attrs->EnableRdmaWrite = req->cm.rdma_flags & VD_TPT_RDMA_WRITE ? VIP_TRUE : VIP_FALSE;
+	attrs->EnableRdmaRead = req->cm.rdma_flags & VD_TPT_RDMA_READ ? VIP_TRUE : VIP_FALSE;
+	if (remote_room < need)
+		return;
+	remote->HostAddressLen = VD_OFI_ADDR_LEN;
+	remote->DiscriminatorLen = req->cm.disc_len;
+	memcpy(remote->HostAddress, req->cm.host, VD_OFI_ADDR_LEN);
+	memcpy(remote->HostAddress + VD_OFI_ADDR_LEN, req->cm.disc, req->cm.disc_len);
+}
+
+/* ---- accept / reject / request -------------------------------------------------------------- */
+
+static bool hs_moved(void *arg)
+{
+	struct vd_ofi_conn *c = arg;
+
+	return c->hs_state != 1 || atomic_load(&c->broken);
+}
+
+static void conn_attach(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	vi->conn = c;
+	vd_vi_connected(vi);
+}
+
+static void conn_drop(struct vd_ofi_conn *c)
+{
+	atomic_store(&c->dead, true);
+	c->vi = NULL;
+}
+
+void vd_ofi_connect_reject(struct vd_conn_req *req)
+{
+	struct vd_ofi_nic *on = req->on;
+	struct vd_ofi_cm cm;
+	fi_addr_t to;
+
+	if (!av_insert_name(on, &req->cm, &to)) {
+		cm_fill(on, NULL, &cm, NULL, NULL);
+		cm_seal(on, &cm, "REJ", req->cm.nonce_req);
+		(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, req->cm.conn, req->cm.token, &cm);
+	}
+	free(req);
+}
+
+int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
+{
+	struct vd_ofi_nic *on = req->on;
+	struct vd_ofi_conn *c;
+	struct vd_ofi_cm cm;
+	int err;
+
+	if (req->cm.reliability != vi->attrs.ReliabilityLevel) {
+		vd_ofi_connect_reject(req);
+		return -EBADSLT;
+	}
+	c = conn_new(on, vi);
+	if (!c || av_insert_name(on, &req->cm, &c->peer)) {
+		if (c)
+			conn_drop(c);
+		vd_ofi_connect_reject(req);
+		return -ENOMEM;
+	}
+	c->peer_conn = req->cm.conn;
+	c->peer_token = req->cm.token;
+	c->nonce_req = req->cm.nonce_req;
+	c->nonce_acc = vd_random64();
+	cm_fill(on, c, &cm, NULL, vi);
+	cm.nonce_req = c->nonce_req;
+	cm.nonce_acc = c->nonce_acc;
+	cm_seal(on, &cm, "ACC", c->nonce_req);
+	pthread_mutex_lock(&on->lock);
+	c->hs_state = 1;
+	pthread_mutex_unlock(&on->lock);
+	err = cm_send(on, c->peer, c, VD_OFI_CONN_ACC, c->peer_conn, c->peer_token, &cm);
+	pthread_mutex_lock(&on->lock);
+	if (!err)
+		err = wait_until(on, hs_moved, c, deadline_of(CFM_TIMEOUT_MS));
+	if (!err && c->hs_state != 4)
+		err = -ECONNABORTED;
+	pthread_mutex_unlock(&on->lock);
+	free(req);
+	if (err) {
+		conn_drop(c);
+		return err == -ETIMEDOUT ? -ECONNABORTED : err;
+	}
+	conn_attach(vi, c);
+	return 0;
+}
+
+static int req_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *local,
+		    const VIP_NET_ADDRESS *remote, struct vd_vi *vi)
+{
+	char ip[INET_ADDRSTRLEN], port[16];
+	struct vd_ofi_cm cm;
+	fi_addr_t listener;
+
+	inet_ntop(AF_INET, remote->HostAddress, ip, sizeof(ip));
+	snprintf(port, sizeof(port), "%u",
+		 disc_port(remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen));
+	if (fi_av_insertsvc(on->av, ip, port, &listener, 0, NULL) != 1)
+		return -EHOSTUNREACH;
+	cm_fill(on, c, &cm, local, vi);
+	cm.want_len = remote->DiscriminatorLen;
+	memcpy(cm.want, remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen);
+	c->nonce_req = cm.nonce_req = vd_random64();
+	cm_seal(on, &cm, "REQ", 0);
+	c->hs_state = 1;
+	return cm_send(on, listener, c, VD_OFI_CONN_REQ, 0, 0, &cm);
+}
+
+static void peer_attrs(const struct vd_ofi_cm *cm, VIP_VI_ATTRIBUTES *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ReliabilityLevel = cm->reliability;
+	a->MaxTransferSize = cm->mtu;
+	a->EnableRdmaWrite = cm->rdma_flags & VD_TPT_RDMA_WRITE ? VIP_TRUE : VIP_FALSE;
+	a->EnableRdmaRead = cm->rdma_flags & VD_TPT_RDMA_READ ? VIP_TRUE : VIP_FALSE;
+}
+
+/* After ACC: learn the accepter, confirm. */
+static int req_finish(struct vd_ofi_nic *on, struct vd_ofi_conn *c)
+{
+	struct vd_ofi_cm cm;
+
+	if (av_insert_name(on, &c->hs_peer, &c->peer))
+		return -EPROTO;
+	c->peer_conn = c->hs_peer.conn;
+	c->peer_token = c->hs_peer.token;
+	c->nonce_acc = c->hs_peer.nonce_acc;
+	cm_fill(on, c, &cm, NULL, NULL);
+	cm_seal(on, &cm, "CFM", c->nonce_acc);
+	return cm_send(on, c->peer, c, VD_OFI_CONN_CFM, c->peer_conn, c->peer_token, &cm);
+}
+
+int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
+			   const VIP_NET_ADDRESS *remote, int timeout_ms,
+			   VIP_VI_ATTRIBUTES *remote_attrs)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
+	struct vd_ofi_conn *c = conn_new(on, vi);
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	err = req_send(on, c, local, remote, vi);
+	pthread_mutex_lock(&on->lock);
+	if (!err)
+		err = wait_until(on, hs_moved, c, deadline_of(timeout_ms));
+	if (!err && atomic_load(&c->broken))
+		err = -ENOENT;          /* nobody listens there */
+	else if (!err && c->hs_state == 3)
+		err = -ECONNREFUSED;
+	pthread_mutex_unlock(&on->lock);
+	if (!err)
+		err = req_finish(on, c);
+	if (err) {
+		conn_drop(c);
+		return err;
+	}
+	pthread_mutex_lock(&on->lock);
+	c->hs_state = 4;
+	pthread_mutex_unlock(&on->lock);
+	peer_attrs(&c->hs_peer, remote_attrs);
+	if (remote_attrs->ReliabilityLevel != vi->attrs.ReliabilityLevel) {
+		conn_drop(c);
+		return -EBADSLT;
+	}
+	conn_attach(vi, c);
+	return 0;
+}
+
+void vd_ofi_disconnect(struct vd_vi *vi)
+{
+	struct vd_ofi_conn *c = vi->conn;
+
+	if (!c)
+		return;
+	if (!atomic_load(&c->broken)) {
+		struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
+					.type = VD_OFI_DISC, .conn = c->peer_conn,
+					.token = c->peer_token };
+		(void)vd_ofi_send_msg(c->on, c->peer, NULL, &h, NULL, 0, 0);
+	}
+	atomic_store(&c->dead, true);
+	/* A progress pass that found c alive ends before we go on. */
+	vd_lock(&c->on->progress);
+	vd_unlock(&c->on->progress);
+	vd_ofi_conn_free_data(c);
+	vi->conn = NULL;
+	c->vi = NULL;
+}

@@ -1,0 +1,826 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider: the fabric (open, endpoints, receive buffers), the job
+ * key, the progress engine and its service thread, memory registration
+ * and the name service.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prov/ofi/ofi.h"
+
+#define OFI_API FI_VERSION(1, 17)
+
+/* ---- the job key ---------------------------------------------------------------- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* 32 hex digits -> 128 bits; -EINVAL otherwise. */
+static int parse_key(const char *s, uint64_t key[2])
+{
+	key[0] = key[1] = 0;
+	for (int i = 0; i < 32; i++) {
+		int v = hexval(s[i]);
+		if (v < 0)
+			return -EINVAL;
+		key[i / 16] = key[i / 16] << 4 | (uint64_t)v;
+	}
+	return s[32] == '\0' || s[32] == '\n' ? 0 : -EINVAL;
+}
+
+/* ~/.viaduct/job-key: made (0600, in a 0700 directory) if missing.  A
+ * key file another user could read or write is refused. */
+static int key_file(char *path, size_t room)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (!home || !*home) {
+		pw = getpwuid(getuid());
+		home = pw ? pw->pw_dir : NULL;
+	}
+	if (!home)
+		return -ENOENT;
+	snprintf(path, room, "%s/.viaduct", home);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(path, room, "%s/.viaduct/job-key", home);
+	return 0;
+}
+
+static int key_create(const char *path)
+{
+	uint64_t k[2] = { vd_random64(), vd_random64() };
+	char buf[40];
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	snprintf(buf, sizeof(buf), "%016llx%016llx\n", (unsigned long long)k[0],
+		 (unsigned long long)k[1]);
+	if (write(fd, buf, 33) != 33) {
+		close(fd);
+		unlink(path);
+		return -EIO;
+	}
+	close(fd);
+	return 0;
+}
+
+static int key_read(const char *path, uint64_t key[2])
+{
+	char buf[40] = { 0 };
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		close(fd);
+		fprintf(stderr, "viaduct: ofi: %s must belong to you and be private (0600)\n", path);
+		return -EACCES;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n >= 32 ? parse_key(buf, key) : -EINVAL;
+}
+
+static int job_key(uint64_t key[2])
+{
+	const char *env = getenv("VIADUCT_JOB_KEY");
+	char path[512];
+	int err;
+
+	if (env && *env) {
+		if (parse_key(env, key)) {
+			fprintf(stderr, "viaduct: VIADUCT_JOB_KEY must be 32 hex digits\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	err = key_file(path, sizeof(path));
+	if (!err)
+		err = key_create(path);
+	if (!err)
+		err = key_read(path, key);
+	if (err)
+		fprintf(stderr, "viaduct: ofi: no job key (VIADUCT_JOB_KEY or ~/.viaduct/job-key): %s\n",
+			strerror(-err));
+	return err;
+}
+
+/* SipHash-2-4 (Aumasson and Bernstein): a keyed hash that an attacker
+ * without the key cannot forge.  No library we depend on has one. */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND do { \
+	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32); \
+	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2; \
+	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0; \
+	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); \
+} while (0)
+
+static uint64_t siphash(const uint64_t k[2], const uint8_t *p, size_t n)
+{
+	uint64_t v0 = 0x736f6d6570736575ull ^ k[0], v1 = 0x646f72616e646f6dull ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ull ^ k[0], v3 = 0x7465646279746573ull ^ k[1];
+	uint64_t b = (uint64_t)n << 56, m;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&m, p + i, 8);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; i + j < n; j++)
+		b |= (uint64_t)p[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t vd_ofi_mac(const struct vd_ofi_nic *on, const char *label,
+		    const void *p, size_t n, uint64_t salt)
+{
+	uint64_t k[2] = { on->job_key[0] ^ siphash(on->job_key, (const uint8_t *)label,
+						  strlen(label)), on->job_key[1] ^ salt };
+
+	return siphash(k, p, n);
+}
+
+/* ---- interface and addresses -------------------------------------------------------- */
+
+/* VIADUCT_OFI_IFACE (a name or an IPv4 address), else the first IPv4
+ * address of an interface that is up and not loopback, else 127.0.0.1. */
+static int pick_iface(char *ip, size_t room, uint8_t host[VD_OFI_ADDR_LEN])
+{
+	const char *want = getenv("VIADUCT_OFI_IFACE");
+	struct ifaddrs *ifs, *i;
+	struct in_addr a;
+	bool found = false;
+
+	if (want && *want && inet_pton(AF_INET, want, &a) == 1)
+		goto done;
+	if (getifaddrs(&ifs))
+		return -errno;
+	for (i = ifs; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+			continue;
+		if (want && *want ? strcmp(i->ifa_name, want) != 0 :
+		    (i->ifa_flags & IFF_LOOPBACK) != 0)
+			continue;
+		a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+		found = true;
+	}
+	freeifaddrs(ifs);
+	if (!found && want && *want) {
+		fprintf(stderr, "viaduct: VIADUCT_OFI_IFACE=%s: no such IPv4 interface\n", want);
+		return -ENODEV;
+	}
+	if (!found)
+		inet_pton(AF_INET, "127.0.0.1", &a);
+done:
+	memcpy(host, &a, VD_OFI_ADDR_LEN);
+	inet_ntop(AF_INET, &a, ip, (socklen_t)room);
+	return 0;
+}
+
+/* ---- fabric ---------------------------------------------------------------------------- */
+
+static struct fi_info *hints_make(const char *prov)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->addr_format = FI_SOCKADDR_IN;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	if (prov && *prov)
+		h->fabric_attr->prov_name = strdup(prov);
+	return h;
+}
+
+/* The libfabric provider: "ofi:<name>", else VIADUCT_OFI_PROVIDER, else
+ * the first libfabric offers that is not node-local (shm). */
+static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service,
+		    struct fi_info **out)
+{
+	const char *prov = *spec ? spec : getenv("VIADUCT_OFI_PROVIDER");
+	struct fi_info *h = hints_make(prov), *all = NULL, *i;
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	if (on->info) {
+		free(h->fabric_attr->prov_name);
+		h->fabric_attr->prov_name = strdup(on->info->fabric_attr->prov_name);
+	}
+	r = fi_getinfo(OFI_API, on->iface_ip, service, FI_SOURCE, h, &all);
+	fi_freeinfo(h);
+	if (r) {
+		fprintf(stderr, "viaduct: ofi: no libfabric provider%s%s for %s: %s\n",
+			prov && *prov ? " " : "", prov && *prov ? prov : "",
+			on->iface_ip, fi_strerror(-r));
+		return r == -FI_ENODATA ? -ENODEV : -EIO;
+	}
+	for (i = all; i; i = i->next)
+		if (!strstr(i->fabric_attr->prov_name, "shm"))
+			break;
+	*out = fi_dupinfo(i ? i : all);
+	fi_freeinfo(all);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int cq_open(struct vd_ofi_nic *on)
+{
+	struct fi_cq_attr a = { .format = FI_CQ_FORMAT_DATA, .size = 4096,
+				.wait_obj = FI_WAIT_FD };
+	int r = fi_cq_open(on->domain, &a, &on->cq, NULL);
+
+	on->wait_fd = -1;
+	if (r == 0 && fi_control(&on->cq->fid, FI_GETWAIT, &on->wait_fd) == 0)
+		return 0;
+	if (r == 0)
+		fi_close(&on->cq->fid);
+	/* No fd to sleep on: poll in short slices (vd_ofi_progress). */
+	a.wait_obj = FI_WAIT_NONE;
+	return fi_cq_open(on->domain, &a, &on->cq, NULL) ? -EIO : 0;
+}
+
+static int fabric_open(struct vd_ofi_nic *on)
+{
+	struct fi_av_attr av = { .type = FI_AV_TABLE };
+
+	if (fi_fabric(on->info->fabric_attr, &on->fabric, NULL) ||
+	    fi_domain(on->fabric, on->info, &on->domain, NULL))
+		return -EIO;
+	on->mr_mode = (uint64_t)on->info->domain_attr->mr_mode;
+	on->key_size = on->info->domain_attr->mr_key_size;
+	if (fi_av_open(on->domain, &av, &on->av, NULL))
+		return -EIO;
+	return cq_open(on);
+}
+
+/* ---- receive buffers -------------------------------------------------------------------- */
+
+static struct vd_ofi_op *op_alloc(void)
+{
+	return calloc(1, sizeof(struct vd_ofi_op) + VD_OFI_MSG_MAX);
+}
+
+void vd_ofi_repost(struct vd_ofi_op *op)
+{
+	struct vd_ofi_ep *e = op->ep;
+	int r;
+
+	op->next = NULL;
+	do
+		r = (int)fi_recv(e->ep, op->buf, VD_OFI_MSG_MAX, NULL, FI_ADDR_UNSPEC, op);
+	while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
+	if (r && r != -FI_EAGAIN)
+		vd_log("ofi: fi_recv: %s", fi_strerror(-r));
+}
+
+/* Open an RDM endpoint on `service` (NULL: any port), buffers posted. */
+int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *service)
+{
+	struct fi_info *info = NULL;
+	int err = info_get(on, "", service, &info);
+
+	e->on = on;
+	if (err)
+		return err;
+	err = fi_endpoint(on->domain, info, &e->ep, NULL) ? -EADDRINUSE : 0;
+	fi_freeinfo(info);
+	if (err)
+		return err;
+	if (fi_ep_bind(e->ep, &on->av->fid, 0) ||
+	    fi_ep_bind(e->ep, &on->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(e->ep))
+		return -EADDRINUSE;
+	e->name_len = sizeof(e->name);
+	if (fi_getname(&e->ep->fid, e->name, &e->name_len))
+		return -EIO;
+	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
+		e->rx[i] = op_alloc();
+		if (!e->rx[i])
+			return -ENOMEM;
+		e->rx[i]->kind = OP_RX;
+		e->rx[i]->ep = e;
+		vd_ofi_repost(e->rx[i]);
+	}
+	return 0;
+}
+
+void vd_ofi_ep_close(struct vd_ofi_ep *e)
+{
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	e->ep = NULL;
+	/* Closing the endpoint cancels its receives: the buffers are ours. */
+	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
+		free(e->rx[i]);
+		e->rx[i] = NULL;
+	}
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+struct vd_ofi_op *vd_ofi_tx_get(struct vd_ofi_nic *on)
+{
+	struct vd_ofi_op *op;
+
+	vd_lock(&on->tx_lock);
+	op = on->tx_free;
+	if (op)
+		on->tx_free = op->next;
+	vd_unlock(&on->tx_lock);
+	if (!op)
+		op = op_alloc();
+	if (op) {
+		op->kind = OP_TX;
+		op->next = NULL;
+	}
+	return op;
+}
+
+void vd_ofi_tx_put(struct vd_ofi_nic *on, struct vd_ofi_op *op)
+{
+	vd_lock(&on->tx_lock);
+	op->next = on->tx_free;
+	on->tx_free = op;
+	vd_unlock(&on->tx_lock);
+}
+
+/* fi_send until it is taken.  -FI_EAGAIN means the provider needs
+ * progress (rxm makes its connection through the CQ): drive it here only
+ * when nobody else is, never blocking on the progress lock. */
+int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to)
+{
+	uint64_t until = vd_now_ns() + 5000000000ull;
+	int r;
+
+	for (;;) {
+		r = (int)fi_send(on->data.ep, op->buf, len, NULL, to, op);
+		if (r != -FI_EAGAIN)
+			return r ? -EIO : 0;
+		if (vd_now_ns() > until || atomic_load(&on->stop))
+			return -ETIMEDOUT;
+		if (vd_trylock(&on->progress)) {
+			fi_cq_read(on->cq, NULL, 0);    /* progress only */
+			vd_unlock(&on->progress);
+		}
+		sched_yield();
+	}
+}
+
+int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
+		    uint32_t tx_slot)
+{
+	struct vd_ofi_op *op;
+	int err;
+
+	if (len > VD_OFI_EAGER_MAX)
+		return -EMSGSIZE;
+	op = vd_ofi_tx_get(on);
+	if (!op)
+		return -ENOMEM;
+	op->conn = owner;
+	op->tx_slot = tx_slot;
+	memcpy(op->buf, h, sizeof(*h));
+	((struct vd_ofi_hdr *)op->buf)->len = (uint32_t)len;
+	if (len)
+		memcpy(op->buf + sizeof(*h), payload, len);
+	if (owner)
+		atomic_store_explicit(&owner->last_tx_ns, vd_now_ns(), memory_order_relaxed);
+	err = vd_ofi_post(on, op, sizeof(*h) + len, to);
+	if (err)
+		vd_ofi_tx_put(on, op);
+	return err;
+}
+
+/* ---- memory registration: local descriptors for FI_MR_LOCAL fabrics -------------------- */
+
+int vd_ofi_mr_reg(struct vd_nic *nic, uint32_t idx, const struct vd_mr_info *m)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(nic);
+	struct fid_mr *mr;
+
+	if (!(on->mr_mode & FI_MR_LOCAL))
+		return 0;       /* the fabric takes any local buffer */
+	if (!m->pinned)
+		return -EINVAL;
+	if (fi_mr_reg(on->domain, (void *)(uintptr_t)m->addr, m->len,
+		      FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &mr, NULL))
+		return -ENOMEM;
+	on->mrs[idx] = mr;
+	on->mr_desc[idx] = fi_mr_desc(mr);
+	return 0;
+}
+
+int vd_ofi_mr_dereg(struct vd_nic *nic, uint32_t idx)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(nic);
+	uint64_t until = vd_now_ns() + 1000000000ull;
+
+	/* Pairs with the placers' seq_cst increment before their TPT check
+	 * (ofi_xfer.c place_begin): either a placer sees the revoked key,
+	 * or we see it placing and wait until it is out. */
+	while (atomic_load(&on->placing)) {
+		if (vd_now_ns() > until)
+			return -EBUSY;
+		usleep(100);
+	}
+	if (on->mrs && on->mrs[idx]) {
+		fi_close(&on->mrs[idx]->fid);
+		on->mrs[idx] = NULL;
+		on->mr_desc[idx] = NULL;
+	}
+	return 0;
+}
+
+void *vd_ofi_local_desc(struct vd_ofi_nic *on, VIP_MEM_HANDLE h)
+{
+	return on->mr_desc ? on->mr_desc[vd_tpt_index(h)] : NULL;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+static bool hdr_valid(const struct vd_ofi_op *op)
+{
+	const struct vd_ofi_hdr *h = (const void *)op->buf;
+
+	return op->len >= sizeof(*h) && h->magic == VD_OFI_MAGIC &&
+	       h->version == VD_OFI_VERSION && h->type > 0 && h->type < VD_OFI_TYPE_MAX &&
+	       h->len == op->len - sizeof(*h);
+}
+
+static void on_rx(struct vd_ofi_nic *on, struct vd_ofi_op *op)
+{
+	const struct vd_ofi_hdr *h = (const void *)op->buf;
+	struct vd_ofi_conn *c;
+
+	if (!hdr_valid(op)) {
+		vd_log("ofi: malformed message dropped");
+		vd_ofi_repost(op);
+		return;
+	}
+	if (h->type <= VD_OFI_CONN_CFM) {
+		vd_ofi_on_cm(on, op->ep, h, op->buf + sizeof(*h), FI_ADDR_UNSPEC);
+		vd_ofi_repost(op);
+		return;
+	}
+	c = op->ep->listener ? NULL : vd_ofi_conn_lookup(on, h->conn, h->token);
+	if (!c) {
+		vd_log("ofi: message for no connection of ours dropped");
+		vd_ofi_repost(op);
+		return;
+	}
+	atomic_store_explicit(&c->last_rx_ns, vd_now_ns(), memory_order_relaxed);
+	vd_ofi_on_data(c, op);          /* keeps op until it is placed */
+}
+
+static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
+{
+	struct vd_ofi_op *op = ctx;
+
+	if (!op)
+		return;
+	switch (op->kind) {
+	case OP_RX:
+		if (err) {
+			if (err != FI_ECANCELED && !atomic_load(&on->stop))
+				vd_ofi_repost(op);
+			return;
+		}
+		op->len = len;
+		on_rx(on, op);
+		return;
+	case OP_TX:
+		if (op->conn && op->tx_slot)
+			vd_ofi_on_tx_done(op->conn, op->tx_slot - 1, err);
+		else if (op->conn && err)
+			vd_ofi_conn_break(op->conn, VIP_ERROR_CONN_LOST, false);
+		vd_ofi_tx_put(on, op);
+		return;
+	}
+}
+
+/* Read the CQ until it is empty; progress lock held.  Returns how many. */
+static int drain(struct vd_ofi_nic *on)
+{
+	struct fi_cq_data_entry e[16];
+	struct fi_cq_err_entry ee;
+	int n = 0;
+
+	for (;;) {
+		ssize_t r = fi_cq_read(on->cq, e, 16);
+
+		if (r > 0) {
+			for (ssize_t i = 0; i < r; i++)
+				on_completion(on, e[i].op_context, e[i].len, 0);
+			n += (int)r;
+			continue;
+		}
+		if (r == -FI_EAVAIL) {
+			memset(&ee, 0, sizeof(ee));
+			if (fi_cq_readerr(on->cq, &ee, 0) > 0) {
+				on_completion(on, ee.op_context, ee.len, ee.err ? ee.err : EIO);
+				n++;
+				continue;
+			}
+		}
+		return n;
+	}
+}
+
+/* Connections with recorded but unapplied completions. */
+static void retry_kicks(struct vd_ofi_nic *on)
+{
+	if (!atomic_load(&on->pending))
+		return;
+	/* Connections are freed only with the NIC: no lock while kicking
+	 * (a kick sends, and sending takes locks of its own). */
+	for (uint32_t i = 0; i < on->nconns; i++) {
+		pthread_mutex_lock(&on->lock);
+		struct vd_ofi_conn *c = on->conns[i];
+		pthread_mutex_unlock(&on->lock);
+		if (c && atomic_load(&c->kick))
+			vd_ofi_kick(c);
+	}
+}
+
+/* Block on the CQ's fd (when it has one) until deadline; lock held. */
+static void fd_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
+{
+	struct fid *f = &on->cq->fid;
+	uint64_t now = vd_now_ns();
+	int ms = deadline_ns ? (int)((deadline_ns - now) / 1000000u) : 50;
+
+	if (ms > 50)
+		ms = 50;        /* keepalives, pending kicks */
+	if (ms <= 0)
+		ms = 1;
+	if (on->wait_fd < 0 || fi_trywait(on->fabric, &f, 1) != FI_SUCCESS) {
+		if (on->wait_fd < 0)
+			usleep(200);
+		return;
+	}
+	struct pollfd p = { .fd = on->wait_fd, .events = POLLIN };
+	(void)poll(&p, 1, ms);
+}
+
+void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
+{
+	int n;
+
+	if (!vd_trylock(&on->progress)) {
+		if (block)
+			vd_ofi_wait(on, deadline_ns);
+		return;
+	}
+	n = drain(on);
+	if (!n && block) {
+		fd_wait(on, deadline_ns);
+		n = drain(on);
+	}
+	retry_kicks(on);
+	vd_unlock(&on->progress);
+	if (n)
+		vd_futex_bump(&on->events);
+}
+
+int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
+{
+	/* Acquire pairs with vd_futex_bump's release in vd_ofi_progress. */
+	uint32_t seen = atomic_load_explicit(&on->events, memory_order_acquire);
+	uint64_t slice = vd_now_ns() + 2000000;   /* the holder may be asleep */
+
+	return vd_futex_wait(&on->events, seen, deadline_ns && deadline_ns < slice ?
+			     deadline_ns : slice);
+}
+
+static void *service_main(void *arg)
+{
+	struct vd_ofi_nic *on = arg;
+	uint64_t next_ka = vd_now_ns() + VD_OFI_KEEPALIVE_NS;
+
+	while (!atomic_load(&on->stop)) {
+		vd_ofi_progress(on, vd_now_ns() + 20000000, true);
+		if (vd_now_ns() >= next_ka) {
+			vd_ofi_keepalive(on);
+			next_ka = vd_now_ns() + VD_OFI_KEEPALIVE_NS / 2;
+		}
+	}
+	return NULL;
+}
+
+/* ---- open / close --------------------------------------------------------------------------- */
+
+static int tables_alloc(struct vd_ofi_nic *on)
+{
+	on->nconns = 1024;
+	on->conns = calloc(on->nconns, sizeof(*on->conns));
+	if (!on->conns)
+		return -ENOMEM;
+	if (on->mr_mode & FI_MR_LOCAL) {
+		on->mr_desc = calloc(VD_TPT_MAX, sizeof(*on->mr_desc));
+		on->mrs = calloc(VD_TPT_MAX, sizeof(*on->mrs));
+		if (!on->mr_desc || !on->mrs)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int nic_start(struct vd_ofi_nic *on, const char *spec)
+{
+	int err = job_key(on->job_key);
+
+	if (!err)
+		err = pick_iface(on->iface_ip, sizeof(on->iface_ip), on->host);
+	if (!err)
+		err = info_get(on, spec, NULL, &on->info);
+	if (!err)
+		err = fabric_open(on);
+	if (!err)
+		err = tables_alloc(on);
+	if (!err && (on->mr_mode & FI_MR_LOCAL)) {
+		/* Our bounce buffers would need registering too. */
+		fprintf(stderr, "viaduct: ofi: provider %s needs FI_MR_LOCAL, not yet supported\n",
+			on->info->fabric_attr->prov_name);
+		err = -ENOTSUP;
+	}
+	if (!err)
+		err = vd_ofi_ep_open(on, &on->data, NULL);
+	if (!err)
+		err = pthread_create(&on->service, NULL, service_main, on) ? -EAGAIN : 0;
+	on->service_started = !err;
+	return err;
+}
+
+int vd_ofi_nic_open(struct vd_nic *nic, const char *spec)
+{
+	struct vd_ofi_nic *on = calloc(1, sizeof(*on));
+	int err;
+
+	if (!on)
+		return -ENOMEM;
+	on->nic = nic;
+	on->wait_fd = -1;
+	pthread_mutex_init(&on->lock, NULL);
+	pthread_cond_init(&on->cond, NULL);
+	vd_list_init(&on->listeners);
+	vd_lock_init(&on->progress);
+	vd_lock_init(&on->tx_lock);
+	nic->prov = on;
+	err = nic_start(on, spec);
+	if (err) {
+		vd_ofi_nic_close(nic);
+		return err;
+	}
+	vd_log("ofi: %s on %s (%s)", on->info->fabric_attr->prov_name, on->iface_ip,
+	       on->info->domain_attr->name);
+	return 0;
+}
+
+void vd_ofi_nic_close(struct vd_nic *nic)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(nic);
+
+	if (!on)
+		return;
+	atomic_store(&on->stop, true);
+	if (on->service_started)
+		pthread_join(on->service, NULL);
+	vd_ofi_listeners_free(on);
+	vd_ofi_ep_close(&on->data);
+	if (on->cq)
+		fi_close(&on->cq->fid);
+	if (on->av)
+		fi_close(&on->av->fid);
+	for (uint32_t i = 0; on->mrs && i < VD_TPT_MAX; i++)
+		if (on->mrs[i])
+			fi_close(&on->mrs[i]->fid);
+	if (on->domain)
+		fi_close(&on->domain->fid);
+	if (on->fabric)
+		fi_close(&on->fabric->fid);
+	if (on->info)
+		fi_freeinfo(on->info);
+	while (on->tx_free) {
+		struct vd_ofi_op *op = on->tx_free;
+		on->tx_free = op->next;
+		free(op);
+	}
+	for (uint32_t i = 0; i < on->nconns; i++)
+		free(on->conns[i]);
+	free(on->conns);
+	free(on->mr_desc);
+	free(on->mrs);
+	pthread_cond_destroy(&on->cond);
+	pthread_mutex_destroy(&on->lock);
+	nic->prov = NULL;
+	free(on);
+}
+
+/* ---- capabilities, node address, name service ------------------------------------------------ */
+
+void vd_ofi_query(struct vd_nic *nic, struct vd_prov_caps *c)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(nic);
+
+	c->flags = VD_PROV_RDMA_READ;
+	c->addr_len = VD_OFI_ADDR_LEN;
+	c->max_discriminator = VD_OFI_MAX_DISC;
+	c->inline_max = VD_OFI_EAGER_MAX;
+	c->max_transfer = VD_MAX_TRANSFER;
+	c->max_vi = 1024;
+	c->max_cq = 1024;
+	c->max_segs = VD_MAX_SEGS;
+	c->reliability = VIP_SERVICE_UNRELIABLE | VIP_SERVICE_RELIABLE_DELIVERY |
+			 VIP_SERVICE_RELIABLE_RECEPTION;
+	snprintf(c->fabric, sizeof(c->fabric), "libfabric %.24s on %.24s",
+		 on->info->fabric_attr->prov_name, on->iface_ip);
+}
+
+int vd_ofi_node_address(struct vd_nic *nic, uint8_t *addr)
+{
+	memcpy(addr, vd_ofi_nic(nic)->host, VD_OFI_ADDR_LEN);
+	return 0;
+}
+
+int vd_ofi_ns_lookup(struct vd_nic *nic, const char *name, unsigned index, uint8_t *addr)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL, *i;
+	unsigned n = 0;
+	int err = -ENXIO;
+
+	if (getaddrinfo(name, NULL, &hints, &res))
+		return -ENXIO;
+	for (i = res; i; i = i->ai_next, n++) {
+		if (n == index) {
+			memcpy(addr, &((struct sockaddr_in *)i->ai_addr)->sin_addr, VD_OFI_ADDR_LEN);
+			/* This host by its loopback name: the address peers
+			 * reach it at. */
+			if (addr[0] == 127)
+				memcpy(addr, vd_ofi_nic(nic)->host, VD_OFI_ADDR_LEN);
+			err = 0;
+			break;
+		}
+	}
+	freeaddrinfo(res);
+	return err;
+}
+
+int vd_ofi_ns_reverse(struct vd_nic *nic, const uint8_t *addr, char *name,
+		      size_t room, size_t *need)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[NI_MAXHOST];
+
+	(void)nic;
+	memcpy(&sa.sin_addr, addr, VD_OFI_ADDR_LEN);
+	if (getnameinfo((struct sockaddr *)&sa, sizeof(sa), host, sizeof(host), NULL, 0,
+			NI_NAMEREQD))
+		return -ENXIO;
+	*need = strlen(host) + 1;
+	if (room < *need)
+		return -ENOSPC;
+	memcpy(name, host, *need);
+	return 0;
+}

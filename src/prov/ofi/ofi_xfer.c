@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider data path.  Every operation travels as messages of at most
+ * VD_OFI_EAGER_MAX payload bytes ("chunks") and is placed by the target
+ * after its own checks:
+ *   send          SEND chunks into the receive descriptor at the front of
+ *                 the target VI's queue (none: dropped when unreliable,
+ *                 else the connection breaks, as VIA has it);
+ *   RDMA write    RDMAW chunks, each checked against the target's TPT
+ *                 (handle, range, ptag, enable bit) before a byte lands,
+ *                 answered by DONE; with immediate data the last one
+ *                 consumes a receive descriptor;
+ *   RDMA read     one RDMAR request, checked, answered by RDMAR_DATA
+ *                 chunks and DONE.
+ * A send descriptor completes when the fabric has sent all its chunks; an
+ * RDMA descriptor when DONE arrives.  Descriptors complete in order.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "prov/ofi/ofi.h"
+
+static bool reliable(const struct vd_vi *vi)
+{
+	return vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE;
+}
+
+static struct vd_ofi_conn *conn_of(struct vd_vi *vi)
+{
+	return vi->conn;
+}
+
+/* Copies into or out of registered memory happen between these two, so
+ * a deregistration (vd_ofi_mr_dereg) waits for them.  Seq_cst: pairs with
+ * the dereg's load of `placing` after its revocation of the key. */
+static void place_begin(struct vd_ofi_nic *on)
+{
+	atomic_fetch_add(&on->placing, 1);
+}
+
+static void place_end(struct vd_ofi_nic *on)
+{
+	atomic_fetch_sub(&on->placing, 1);
+}
+
+/* ---- sending messages --------------------------------------------------------------------- */
+
+static void hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = VD_OFI_MAGIC;
+	h->version = VD_OFI_VERSION;
+	h->type = type;
+	h->conn = c->peer_conn;
+	h->token = c->peer_token;
+	h->seq = seq;
+}
+
+static int send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a)
+{
+	struct vd_ofi_hdr h;
+
+	hdr_init(c, &h, type, seq);
+	h.a = a;
+	return vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
+}
+
+/* Gather `n` bytes from offset `off` of segments [first, SegCount). */
+static void gather(VIP_DESCRIPTOR *d, unsigned first, uint64_t off, uint8_t *dst, size_t n)
+{
+	for (unsigned i = first; i < d->CS.SegCount && n; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (off >= s->Length) {
+			off -= s->Length;
+			continue;
+		}
+		size_t k = s->Length - off < n ? s->Length - off : n;
+		memcpy(dst, (uint8_t *)vd_pv(s->Data) + off, k);
+		dst += k;
+		n -= k;
+		off = 0;
+	}
+}
+
+/* One chunk of descriptor d: header h, bytes [off, off+n) of its data. */
+static int send_chunk(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, VIP_DESCRIPTOR *d,
+		      unsigned first, uint64_t off, size_t n, uint32_t slot)
+{
+	struct vd_ofi_op *op = vd_ofi_tx_get(c->on);
+	int err;
+
+	if (!op)
+		return -ENOMEM;
+	h->len = (uint32_t)n;
+	memcpy(op->buf, h, sizeof(*h));
+	gather(d, first, off, op->buf + sizeof(*h), n);
+	op->conn = c;
+	op->tx_slot = slot + 1;
+	atomic_store_explicit(&c->last_tx_ns, vd_now_ns(), memory_order_relaxed);
+	err = vd_ofi_post(c->on, op, sizeof(*h) + n, c->peer);
+	if (err)
+		vd_ofi_tx_put(c->on, op);
+	return err;
+}
+
+/* ---- posting descriptors (sq.lock) ---------------------------------------------------------- */
+
+static void slot_reset(struct vd_ofi_tx *t, uint32_t seq)
+{
+	t->seq = seq;
+	t->chunks = 0;
+	atomic_store(&t->sent, 0);
+	atomic_store(&t->failed, 0);
+	atomic_store(&t->status, 0);
+	atomic_store(&t->desc, NULL);
+	t->wants_done = false;
+	t->posted = false;
+}
+
+/* Chunks of a send or RDMA write from c->tx_off on; 0 when all are out. */
+static int post_chunks(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq,
+		       unsigned first, uint64_t total, bool rdma)
+{
+	VIP_ADDRESS_SEGMENT *as = (VIP_ADDRESS_SEGMENT *)vd_desc_seg(d, 0);
+	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
+	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
+
+	do {
+		uint64_t n = total - c->tx_off < VD_OFI_EAGER_MAX ? total - c->tx_off :
+			     VD_OFI_EAGER_MAX;
+		struct vd_ofi_hdr h;
+		bool last = c->tx_off + n == total;
+
+		hdr_init(c, &h, rdma ? VD_OFI_RDMAW : VD_OFI_SEND, seq);
+		if (rdma) {
+			h.a = as->Handle;
+			h.b = (uint64_t)(uintptr_t)vd_pv(as->Data) + c->tx_off;
+			h.c = c->tx_off;
+			h.d = total;
+		} else {
+			h.a = c->tx_off;
+			h.b = total;
+		}
+		h.flags = last ? VD_OFI_F_LAST : 0;
+		if (last && imm) {
+			h.flags |= VD_OFI_F_IMM;
+			h.imm = d->CS.ImmediateData;
+		}
+		int err = send_chunk(c, &h, d, first, c->tx_off, (size_t)n, seq % VD_OFI_TX_WINDOW);
+		if (err)
+			return err;
+		t->chunks++;
+		c->tx_off += n;
+	} while (c->tx_off < total);
+	return 0;
+}
+
+static int post_read(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, uint64_t total)
+{
+	VIP_ADDRESS_SEGMENT *as = (VIP_ADDRESS_SEGMENT *)vd_desc_seg(d, 0);
+	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
+	struct vd_ofi_hdr h;
+
+	/* Release pairs with the acquire in rx_read_data(). */
+	atomic_store_explicit(&t->desc, d, memory_order_release);
+	hdr_init(c, &h, VD_OFI_RDMAR, seq);
+	h.a = as->Handle;
+	h.b = (uint64_t)(uintptr_t)vd_pv(as->Data);
+	h.d = total;
+	struct vd_ofi_op *op = vd_ofi_tx_get(c->on);
+	if (!op)
+		return -ENOMEM;
+	memcpy(op->buf, &h, sizeof(h));
+	op->conn = c;
+	op->tx_slot = seq % VD_OFI_TX_WINDOW + 1;
+	int err = vd_ofi_post(c->on, op, sizeof(h), c->peer);
+	if (err) {
+		vd_ofi_tx_put(c->on, op);
+		return err;
+	}
+	t->chunks = 1;
+	return 0;
+}
+
+/* Post descriptor sq[c->tx_posted].  0 when fully posted. */
+static int post_one(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	VIP_DESCRIPTOR *d = vd_wq_at(&vi->sq, c->tx_posted);
+	uint32_t seq = (uint32_t)c->tx_posted, op = d->CS.Control & VIP_CONTROL_OP_MASK;
+	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
+	bool rdma = op != VIP_CONTROL_OP_SENDRECV;
+	uint64_t total;
+	int err;
+
+	if (c->tx_off == 0 && t->chunks == 0) {
+		slot_reset(t, seq);
+		uint32_t st = vd_desc_check_segs(vi, d, rdma ? 1 : 0, &total);
+		if (st) {
+			atomic_store(&t->status, st + 1);
+			t->wants_done = true;
+			t->posted = true;
+			return 0;
+		}
+		t->wants_done = rdma;
+	} else {
+		(void)vd_desc_check_segs(vi, d, rdma ? 1 : 0, &total);
+	}
+	if (op == VIP_CONTROL_OP_RDMAREAD)
+		err = post_read(c, d, seq, total);
+	else
+		err = post_chunks(c, d, seq, rdma ? 1 : 0, total, rdma);
+	if (!err)
+		t->posted = true;
+	return err;
+}
+
+static void post_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	if (c->tx_posted < vi->sq.done)
+		c->tx_posted = vi->sq.done;     /* flushed meanwhile */
+	while (c->tx_posted < vi->sq.tail && c->tx_posted - vi->sq.done < VD_OFI_TX_WINDOW &&
+	       !atomic_load(&c->broken)) {
+		int err = post_one(vi, c);
+		if (err == -ETIMEDOUT)
+			return;         /* the fabric is full: try again later */
+		if (err) {
+			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+			return;
+		}
+		c->tx_posted++;
+		c->tx_off = 0;
+	}
+}
+
+/* Complete finished descriptors, in order. */
+static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	while (vi->sq.done < c->tx_posted) {
+		struct vd_ofi_tx *t = &c->tx[(uint32_t)vi->sq.done % VD_OFI_TX_WINDOW];
+		uint32_t st;
+
+		if (!t->posted || atomic_load(&t->sent) < t->chunks)
+			return;
+		if (atomic_load(&t->failed)) {
+			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+			return;
+		}
+		st = atomic_load(&t->status);
+		if (t->wants_done && !st)
+			return;
+		st = st ? st - 1 : 0;
+		t->posted = false;
+		t->chunks = 0;
+		if (st == VIP_STATUS_RDMA_PROT_ERROR)
+			vi->stats.protection_errors++;
+		vd_wq_complete_send(vi, st);
+		if (st && reliable(vi) && st != VIP_STATUS_LENGTH_ERROR) {
+			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+			return;
+		}
+	}
+}
+
+static void apply_tx(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	if (atomic_load(&vi->state) != VIP_STATE_CONNECTED || vi->conn != c)
+		return;
+	complete_sends(vi, c);
+	post_sends(vi, c);
+}
+
+int vd_ofi_send_progress(struct vd_vi *vi)
+{
+	struct vd_ofi_conn *c = conn_of(vi);
+
+	if (c)
+		apply_tx(vi, c);
+	return 0;
+}
+
+/* ---- placing arrivals (rq.lock) ---------------------------------------------------------------- */
+
+/* Receive descriptors marked bad at post time complete when they reach
+ * the front; then the front one, or NULL. */
+static VIP_DESCRIPTOR *front_recv(struct vd_vi *vi)
+{
+	while (vi->rq.done < vi->rq.tail) {
+		VIP_DESCRIPTOR *d = vd_wq_at(&vi->rq, vi->rq.done);
+		if (!d->CS.Reserved)
+			return d;
+		vd_wq_complete_recv(vi, d->CS.Reserved, 0, 0, true);
+	}
+	return NULL;
+}
+
+static uint64_t recv_capacity(struct vd_vi *vi, VIP_DESCRIPTOR *d)
+{
+	uint64_t cap = 0;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++)
+		cap += vd_recv_seg_room(vi, vd_desc_seg(d, i));
+	return cap;
+}
+
+/* Scatter n bytes at offset off of the message into d's segments. */
+static void scatter(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
+{
+	for (unsigned i = 0; i < d->CS.SegCount && n; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		uint64_t room = vd_recv_seg_room(vi, s);
+		if (off >= room) {
+			off -= room;
+			continue;
+		}
+		size_t k = room - off < n ? (size_t)(room - off) : n;
+		memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
+		p += k;
+		n -= k;
+		off = 0;
+	}
+}
+
+static void rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
+{
+	vd_ofi_conn_break(c, code, true);
+}
+
+/* A receive descriptor for a message that starts now: 0, or -ENOSPC when
+ * there is none (already handled per reliability level). */
+static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	VIP_DESCRIPTOR *d = front_recv(vi);
+
+	c->rx_active = true;
+	c->rx_drop = false;
+	c->rx_seq = h->seq;
+	c->rx_got = 0;
+	if (d)
+		return 0;
+	if (reliable(vi)) {
+		rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+		return -ENOSPC;
+	}
+	vi->stats.dropped_sends++;
+	c->rx_drop = true;
+	return 0;
+}
+
+static void rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		    const uint8_t *p)
+{
+	VIP_DESCRIPTOR *d;
+
+	if (!c->rx_active) {
+		if (h->a != 0 || h->b > VD_MAX_TRANSFER) {
+			rx_fail(c, VIP_ERROR_CONN_LOST);
+			return;
+		}
+		if (rx_start(vi, c, h))
+			return;
+	}
+	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len) {
+		rx_fail(c, VIP_ERROR_CONN_LOST);    /* not what this peer sent */
+		return;
+	}
+	d = c->rx_drop ? NULL : front_recv(vi);
+	if (d && c->rx_got == 0 && recv_capacity(vi, d) < h->b) {
+		vd_wq_complete_recv(vi, VIP_STATUS_LENGTH_ERROR, 0, 0, true);
+		c->rx_drop = true;
+		d = NULL;
+		if (reliable(vi)) {
+			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+			return;
+		}
+	}
+	if (d) {
+		place_begin(c->on);
+		scatter(vi, d, h->a, p, h->len);
+		place_end(c->on);
+	}
+	c->rx_got += h->len;
+	if (!(h->flags & VD_OFI_F_LAST))
+		return;
+	c->rx_active = false;
+	if (d)
+		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
+				    (uint32_t)h->b, h->imm, true);
+}
+
+/* The target VI's own permission, then the region's. */
+static int rdma_check(struct vd_vi *vi, uint64_t handle, uint64_t addr, uint64_t len, bool write)
+{
+	if (!(write ? vi->attrs.EnableRdmaWrite : vi->attrs.EnableRdmaRead))
+		return -EACCES;
+	return vd_tpt_check_rdma(vi->nic, (VIP_MEM_HANDLE)handle, addr, len, vi->ptag_id,
+				 write ? VD_TPT_RDMA_WRITE : VD_TPT_RDMA_READ);
+}
+
+static void rdma_refuse(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t seq, bool write)
+{
+	vi->stats.protection_errors++;
+	send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
+	if (reliable(vi))
+		vd_ofi_conn_break(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT, false);
+}
+
+static void rdmaw_imm(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	if (!front_recv(vi)) {
+		if (reliable(vi))
+			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+		else
+			vi->stats.dropped_sends++;
+		return;
+	}
+	vd_wq_complete_recv(vi, VIP_STATUS_IMMEDIATE | VIP_STATUS_OP_REMOTE_RDMA_WRITE, 0,
+			    h->imm, true);
+}
+
+static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		     const uint8_t *p)
+{
+	int err;
+
+	if (c->rdma_bad_seq == h->seq + 1)
+		return;                 /* the rest of a refused write */
+	place_begin(c->on);
+	err = rdma_check(vi, h->a, h->b, h->len, true);
+	if (!err)
+		memcpy((void *)(uintptr_t)h->b, p, h->len);
+	place_end(c->on);
+	if (err) {
+		c->rdma_bad_seq = h->seq + 1;
+		rdma_refuse(vi, c, h->seq, true);
+		return;
+	}
+	if (!(h->flags & VD_OFI_F_LAST))
+		return;
+	if (h->flags & VD_OFI_F_IMM)
+		rdmaw_imm(vi, c, h);
+	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+}
+
+/* RDMA read at the target: check all of it, then answer in chunks, each
+ * copied out of our memory under place_begin. */
+static void rx_rdmar(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	uint64_t off = 0;
+
+	if (h->d > VD_MAX_TRANSFER || rdma_check(vi, h->a, h->b, h->d, false)) {
+		rdma_refuse(vi, c, h->seq, false);
+		return;
+	}
+	while (off < h->d) {
+		size_t n = h->d - off < VD_OFI_EAGER_MAX ? (size_t)(h->d - off) : VD_OFI_EAGER_MAX;
+		struct vd_ofi_hdr r;
+		int err;
+
+		hdr_init(c, &r, VD_OFI_RDMAR_DATA, h->seq);
+		r.a = off;
+		place_begin(c->on);
+		err = rdma_check(vi, h->a, h->b + off, n, false);
+		if (!err)
+			err = vd_ofi_send_msg(c->on, c->peer, c, &r, (void *)(uintptr_t)(h->b + off), n, 0);
+		place_end(c->on);
+		if (err) {
+			rdma_refuse(vi, c, h->seq, false);
+			return;
+		}
+		off += n;
+	}
+	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+}
+
+/* Initiator: a chunk of what our RDMA read asked for. */
+static void rx_read_data(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+			 const uint8_t *p)
+{
+	struct vd_ofi_tx *t = &c->tx[h->seq % VD_OFI_TX_WINDOW];
+	/* Acquire pairs with post_read()'s release. */
+	VIP_DESCRIPTOR *d = atomic_load_explicit(&t->desc, memory_order_acquire);
+	uint64_t off = h->a, len = h->len;
+
+	if (!d || t->seq != h->seq) {
+		rx_fail(c, VIP_ERROR_CONN_LOST);
+		return;
+	}
+	place_begin(c->on);
+	for (unsigned i = 1; i < d->CS.SegCount && len; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		if (off >= s->Length) {
+			off -= s->Length;
+			continue;
+		}
+		uint64_t k = s->Length - off < len ? s->Length - off : len;
+		if (!vd_tpt_check_local(vi->nic, s->Handle, (uint64_t)(uintptr_t)vd_pv(s->Data) + off,
+					k, vi->ptag_id))
+			memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
+		p += k;
+		len -= k;
+		off = 0;
+	}
+	place_end(c->on);
+}
+
+static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	struct vd_ofi_tx *t = &c->tx[h->seq % VD_OFI_TX_WINDOW];
+
+	if (t->seq != h->seq || !t->wants_done || h->a > 0xffff) {
+		rx_fail(c, VIP_ERROR_CONN_LOST);
+		return;
+	}
+	atomic_store(&t->status, (uint32_t)h->a + 1);
+	atomic_store(&c->kick, true);   /* apply_tx completes it */
+}
+
+static void rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op)
+{
+	const struct vd_ofi_hdr *h = (const void *)op->buf;
+	const uint8_t *p = op->buf + sizeof(*h);
+
+	switch (h->type) {
+	case VD_OFI_SEND:
+		rx_send(vi, c, h, p);
+		break;
+	case VD_OFI_RDMAW:
+		rx_rdmaw(vi, c, h, p);
+		break;
+	case VD_OFI_RDMAR:
+		rx_rdmar(vi, c, h);
+		break;
+	case VD_OFI_RDMAR_DATA:
+		rx_read_data(vi, c, h, p);
+		break;
+	case VD_OFI_DONE:
+		rx_done(c, h);
+		break;
+	case VD_OFI_NOTICE:
+		vd_ofi_conn_break(c, h->a == VIP_ERROR_RECVQ_EMPTY ? VIP_ERROR_RECVQ_EMPTY :
+				  VIP_ERROR_CONN_LOST, false);
+		break;
+	case VD_OFI_DISC:
+		vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+		break;
+	default:
+		break;          /* KEEPALIVE */
+	}
+}
+
+static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
+{
+	struct vd_ofi_op *op;
+
+	vd_lock(&c->in_lock);
+	op = c->in_head;
+	if (op) {
+		c->in_head = op->next;
+		if (!c->in_head)
+			c->in_tail = &c->in_head;
+	}
+	vd_unlock(&c->in_lock);
+	return op;
+}
+
+static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
+{
+	struct vd_ofi_op *op;
+
+	if (vi->conn != c)
+		return;
+	while ((op = in_pop(c))) {
+		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+			rx_one(vi, c, op);
+		vd_ofi_repost(op);
+	}
+}
+
+int vd_ofi_recv_progress(struct vd_vi *vi)
+{
+	struct vd_ofi_conn *c = conn_of(vi);
+
+	if (c)
+		apply_rx(vi, c);
+	return 0;
+}
+
+int vd_ofi_recv_publish(struct vd_vi *vi)
+{
+	return vd_ofi_recv_progress(vi);
+}
+
+/* ---- recording completions (progress lock held) ------------------------------------------------ */
+
+void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
+{
+	op->next = NULL;
+	vd_lock(&c->in_lock);
+	*c->in_tail = op;
+	c->in_tail = &op->next;
+	vd_unlock(&c->in_lock);
+	vd_ofi_kick(c);
+}
+
+void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err)
+{
+	struct vd_ofi_tx *t = &c->tx[slot % VD_OFI_TX_WINDOW];
+
+	if (err)
+		atomic_fetch_add(&t->failed, 1);
+	atomic_fetch_add(&t->sent, 1);
+	vd_ofi_kick(c);
+}
+
+/* Apply what was recorded for c if its queue locks are free (trylock
+ * only: see ofi.h); what cannot be applied now is retried by the next
+ * progress pass (on->pending) or by the lock's holder. */
+void vd_ofi_kick(struct vd_ofi_conn *c)
+{
+	struct vd_vi *vi = c->vi;
+	bool done = true;
+
+	if (!vi || atomic_load(&c->dead))
+		return;
+	if (!atomic_exchange(&c->kick, false))
+		atomic_fetch_add(&c->on->pending, 1);
+	if (vd_trylock(&vi->sq.lock)) {
+		apply_tx(vi, c);
+		vd_unlock(&vi->sq.lock);
+	} else {
+		done = false;
+	}
+	if (vd_trylock(&vi->rq.lock)) {
+		apply_rx(vi, c);
+		vd_unlock(&vi->rq.lock);
+	} else {
+		done = false;
+	}
+	/* A DONE applied just now completes in apply_tx: once more. */
+	if (done && atomic_exchange(&c->kick, false) && vd_trylock(&vi->sq.lock)) {
+		apply_tx(vi, c);
+		vd_unlock(&vi->sq.lock);
+	}
+	if (done)
+		atomic_fetch_sub(&c->on->pending, 1);
+	else
+		atomic_store(&c->kick, true);
+}
+
+/* ---- sleeping ------------------------------------------------------------------------------ */
+
+static int vi_sleep(struct vd_vi *vi, uint64_t deadline_ns)
+{
+	struct vd_ofi_conn *c = conn_of(vi);
+
+	if (deadline_ns && vd_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	if (!c || atomic_load(&c->broken))
+		return vd_ofi_wait(vd_ofi_nic(vi->nic), deadline_ns);
+	vd_ofi_progress(c->on, deadline_ns, true);
+	return 0;
+}
+
+int vd_ofi_send_sleep(struct vd_vi *vi, uint64_t deadline_ns)
+{
+	return vi_sleep(vi, deadline_ns);
+}
+
+int vd_ofi_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns)
+{
+	return vi_sleep(vi, deadline_ns);
+}
+
+void vd_ofi_wake(struct vd_vi *vi)
+{
+	vd_futex_bump(&vd_ofi_nic(vi->nic)->events);
+}
+
+void vd_ofi_conn_ready(struct vd_vi *vi)
+{
+	(void)vi;
+}
+
+void vd_ofi_conn_free_data(struct vd_ofi_conn *c)
+{
+	struct vd_ofi_op *op;
+
+	while ((op = in_pop(c)))
+		vd_ofi_repost(op);
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two VIPL processes on two hosts (network namespaces in the tests):
+ *   netpair server DISC          waits for one connection on DISC
+ *   netpair client HOST DISC     connects to HOST's DISC
+ * Over the connection: sends of every size class (checked byte for byte
+ * by the server), an RDMA write into and an RDMA read out of the server's
+ * registered buffer, then an RDMA write with a forged handle that must
+ * complete with VIP_STATUS_RDMA_PROT_ERROR and change nothing.
+ * Exit 0 on success; a message and 1 otherwise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vipl.h>
+
+#define BUF (4u << 20)
+#define TIMEOUT 20000
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s failed\n", \
+	__FILE__, __LINE__, #c); exit(1); } } while (0)
+#define OK(call) do { VIP_RETURN r_ = (call); if (r_ != VIP_SUCCESS) { \
+	fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #call, \
+		(int)r_); exit(1); } } while (0)
+
+static const size_t sizes[] = { 0, 1, 40, 4096, 32768, 100000, 1u << 20, BUF };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+struct side {
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	uint8_t *buf;
+	VIP_MEM_HANDLE mh;
+	VIP_DESCRIPTOR *d;          /* two descriptors */
+	VIP_MEM_HANDLE dh;
+};
+
+static VIP_NET_ADDRESS *addr(struct side *s, const char *host, const char *disc)
+{
+	VIP_NET_ADDRESS *a = calloc(1, sizeof(*a) + 64);
+
+	OK(VipNSGetHostByName(s->nic, (VIP_CHAR *)host, a, 0));
+	a->DiscriminatorLen = (VIP_UINT16)strlen(disc);
+	memcpy(a->HostAddress + a->HostAddressLen, disc, strlen(disc));
+	return a;
+}
+
+static void setup(struct side *s)
+{
+	VIP_VI_ATTRIBUTES va = { .ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY,
+				 .MaxTransferSize = BUF, .EnableRdmaWrite = VIP_TRUE,
+				 .EnableRdmaRead = VIP_TRUE };
+	VIP_MEM_ATTRIBUTES ma = { .EnableRdmaWrite = VIP_TRUE, .EnableRdmaRead = VIP_TRUE };
+
+	OK(VipOpenNic((VIP_CHAR *)"ofi", &s->nic));
+	OK(VipNSInit(s->nic, NULL));
+	OK(VipCreateVi(s->nic, &va, NULL, NULL, &s->vi));
+	s->buf = aligned_alloc(4096, BUF);
+	s->d = aligned_alloc(64, 4096);
+	CHECK(s->buf && s->d);
+	memset(s->buf, 0, BUF);
+	OK(VipRegisterMem(s->nic, s->buf, BUF, &ma, &s->mh));
+	OK(VipRegisterMem(s->nic, s->d, 4096, &ma, &s->dh));
+}
+
+static VIP_DESCRIPTOR *desc(struct side *s, int i, uint32_t op, void *p, size_t n)
+{
+	VIP_DESCRIPTOR *d = (VIP_DESCRIPTOR *)((uint8_t *)s->d + 1024 * i);
+
+	memset(d, 0, 1024);
+	d->CS.Control = op;
+	d->CS.SegCount = 1;
+	d->CS.Length = (VIP_UINT32)n;
+	d->DS[0].Local.Data.Address = p;
+	d->DS[0].Local.Handle = s->mh;
+	d->DS[0].Local.Length = (VIP_UINT32)n;
+	return d;
+}
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(i * 7 + seed);
+}
+
+static int same(const uint8_t *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != (uint8_t)(i * 7 + seed))
+			return 0;
+	return 1;
+}
+
+static void send_wait(struct side *s, VIP_DESCRIPTOR *d, uint32_t want)
+{
+	VIP_DESCRIPTOR *o;
+	VIP_RETURN r;
+
+	OK(VipPostSend(s->vi, d, s->dh));
+	r = VipSendWait(s->vi, TIMEOUT, &o);
+	CHECK(r == VIP_SUCCESS || r == VIP_DESCRIPTOR_ERROR);
+	if ((o->CS.Status & VIP_STATUS_ERROR_MASK) != want) {
+		fprintf(stderr, "send status 0x%x, expected error 0x%x\n", o->CS.Status, want);
+		exit(1);
+	}
+}
+
+static void recv_wait(struct side *s, size_t n, unsigned seed)
+{
+	VIP_DESCRIPTOR *o;
+
+	VIP_RETURN r = VipRecvWait(s->vi, TIMEOUT, &o);
+
+	if (r != VIP_SUCCESS) {
+		fprintf(stderr, "receive of %zu bytes: %d, status 0x%x\n", n, (int)r,
+			o ? o->CS.Status : 0);
+		exit(1);
+	}
+	CHECK(o->CS.Length == n && same(s->buf, n, seed));
+}
+
+/* Server: receives, then tells the client its buffer's handle and waits
+ * for the RDMA phase to end, then checks what RDMA left in its buffer. */
+static int server(const char *disc)
+{
+	struct side s;
+	VIP_NET_ADDRESS *l, *rem = calloc(1, sizeof(*rem) + 64);
+	VIP_VI_ATTRIBUTES ra;
+	VIP_CONN_HANDLE ch;
+	VIP_DESCRIPTOR *o;
+
+	setup(&s);
+	l = addr(&s, "localhost", disc);
+	/* Posted before the accept: the client sends at once. */
+	OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf, BUF), s.dh));
+	OK(VipConnectWait(s.nic, l, 60000, rem, &ra, &ch));
+	OK(VipConnectAccept(ch, s.vi));
+	for (unsigned i = 0; i < NSIZES; i++) {
+		recv_wait(&s, sizes[i], i);
+		/* Re-posted before the ack: the next message has a receive. */
+		OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf, BUF), s.dh));
+		send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf, 0), 0);
+	}
+	/* Our handle and address, for the client's RDMA (the receive for
+	 * its "done" is already posted). */
+	memset(s.buf, 0, BUF);
+	memcpy(s.buf + BUF - 64, &s.mh, sizeof(s.mh));
+	*(uint64_t *)(s.buf + BUF - 56) = (uint64_t)(uintptr_t)s.buf;
+	fill(s.buf + 8192, 65536, 9);           /* what the client reads */
+	send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf + BUF - 64, 16), 0);
+	OK(VipRecvWait(s.vi, TIMEOUT, &o));     /* "RDMA done" */
+	CHECK(same(s.buf, 4096, 3));            /* the RDMA write */
+	for (size_t i = 4096; i < 8192; i++)    /* the forged one wrote nothing */
+		CHECK(s.buf[i] == 0);
+	printf("server: ok\n");
+	return 0;
+}
+
+static int client(const char *host, const char *disc)
+{
+	struct side s;
+	VIP_NET_ADDRESS *l, *r;
+	VIP_VI_ATTRIBUTES ra;
+	VIP_MEM_HANDLE rh;
+	uint64_t raddr;
+	VIP_DESCRIPTOR *d, *o;
+
+	setup(&s);
+	l = addr(&s, "localhost", "client");
+	r = addr(&s, host, disc);
+	OK(VipConnectRequest(s.vi, l, r, 60000, &ra));
+	for (unsigned i = 0; i < NSIZES; i++) {
+		fill(s.buf, sizes[i], i);
+		OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf + BUF / 2, 64), s.dh));
+		send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf, sizes[i]), 0);
+		OK(VipRecvWait(s.vi, TIMEOUT, &o));     /* the ack */
+	}
+	OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf, BUF), s.dh));
+	OK(VipRecvWait(s.vi, TIMEOUT, &o));
+	memcpy(&rh, s.buf, sizeof(rh));
+	memcpy(&raddr, s.buf + 8, sizeof(raddr));
+	/* RDMA write 4 KiB to the start of its buffer. */
+	fill(s.buf, 4096, 3);
+	d = desc(&s, 1, VIP_CONTROL_OP_RDMAWRITE, NULL, 0);
+	d->CS.SegCount = 2;
+	d->DS[0].Remote.Data.Address = (void *)(uintptr_t)raddr;
+	d->DS[0].Remote.Handle = rh;
+	d->DS[1].Local.Data.Address = s.buf;
+	d->DS[1].Local.Handle = s.mh;
+	d->DS[1].Local.Length = 4096;
+	d->CS.Length = 4096;
+	send_wait(&s, d, 0);
+	/* RDMA read 64 KiB from offset 8192. */
+	d = desc(&s, 1, VIP_CONTROL_OP_RDMAREAD, NULL, 0);
+	d->CS.SegCount = 2;
+	d->DS[0].Remote.Data.Address = (void *)(uintptr_t)(raddr + 8192);
+	d->DS[0].Remote.Handle = rh;
+	d->DS[1].Local.Data.Address = s.buf + 65536;
+	d->DS[1].Local.Handle = s.mh;
+	d->DS[1].Local.Length = 65536;
+	d->CS.Length = 65536;
+	send_wait(&s, d, 0);
+	CHECK(same(s.buf + 65536, 65536, 9));
+	/* Then "done", and last a forged handle: refused, nothing written. */
+	send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf, 0), 0);
+	d = desc(&s, 1, VIP_CONTROL_OP_RDMAWRITE, NULL, 0);
+	d->CS.SegCount = 2;
+	d->DS[0].Remote.Data.Address = (void *)(uintptr_t)(raddr + 4096);
+	d->DS[0].Remote.Handle = rh ^ 0x10000;
+	d->DS[1].Local.Data.Address = s.buf;
+	d->DS[1].Local.Handle = s.mh;
+	d->DS[1].Local.Length = 4096;
+	d->CS.Length = 4096;
+	send_wait(&s, d, VIP_STATUS_RDMA_PROT_ERROR);
+	printf("client: ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "server"))
+		return server(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "client"))
+		return client(argv[2], argv[3]);
+	fprintf(stderr, "usage: netpair server DISC | netpair client HOST DISC\n");
+	return 2;
+}
