@@ -21,10 +21,8 @@ if ! VIADUCT_PROVIDER=ofi:tcp "$T/test_vipl_api_vi" >/dev/null 2>&1; then
 fi
 export VIADUCT_OFI_PROVIDER=tcp
 fails=0
-tests="api_vi api_cq api_limits api_post prot_handles xfer_disc"
-# cq_basic is not yet stable over ofi under ASan's timing (a VI left
-# behind when a wait times out); prot_revoke not yet anywhere.
-[ -n "${ASAN_OPTIONS:-}" ] || tests="$tests cq_basic"
+tests="api_vi api_cq api_limits api_post cq_basic prot_handles prot_rdma prot_revoke
+       xfer_disc xfer_sg xfer_max fault_rdma_death"
 for t in $tests; do
 	if VIADUCT_PROVIDER=ofi timeout 120 "$T/test_vipl_$t" >/tmp/ofi_suite.$$.log 2>&1; then
 		echo "ok   test_vipl_$t over ofi"

@@ -6,6 +6,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,6 +94,24 @@ static int vt_combine(int ra, int rb)
 	return VDT_FAIL;
 }
 
+/* VT_NETNS_CHILD=/run/netns/NAME: the child side runs on another host,
+ * a network namespace (tests/netns.sh makes them). */
+static void vt_enter_netns(void)
+{
+	const char *ns = getenv("VT_NETNS_CHILD");
+	int fd;
+
+	if (!ns || !*ns)
+		return;
+	fd = open(ns, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		fprintf(stderr, "vt: cannot enter network namespace %s: %s\n", ns,
+			strerror(errno));
+		_exit(VDT_FAIL);
+	}
+	close(fd);
+}
+
 static void vt_run_child(int (*b)(void *), void *arg, pid_t parent,
 			 unsigned timeout_s)
 {
@@ -99,6 +119,7 @@ static void vt_run_child(int (*b)(void *), void *arg, pid_t parent,
 
 	vt_is_child = 1;
 	vt_child = 0;
+	vt_enter_netns();
 	/* Die with the parent even if it is killed without cleaning up. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
@@ -228,7 +249,23 @@ size_t vt_addr_size(const VIP_NET_ADDRESS *a)
 	return sizeof(*a) + a->HostAddressLen + a->DiscriminatorLen;
 }
 
+static VIP_NET_ADDRESS *addr_of(VIP_NIC_HANDLE nic, const char *host, const char *disc);
+
 VIP_NET_ADDRESS *vt_addr(VIP_NIC_HANDLE nic, const char *disc)
+{
+	return addr_of(nic, "localhost", disc);
+}
+
+/* The other side of a vt_fork2 pair: this host, unless the two run on
+ * different hosts (VT_HOST_PARENT / VT_HOST_CHILD name them). */
+VIP_NET_ADDRESS *vt_peer_addr(VIP_NIC_HANDLE nic, const char *disc)
+{
+	const char *h = getenv(vt_is_child ? "VT_HOST_PARENT" : "VT_HOST_CHILD");
+
+	return addr_of(nic, h && *h ? h : "localhost", disc);
+}
+
+static VIP_NET_ADDRESS *addr_of(VIP_NIC_HANDLE nic, const char *host, const char *disc)
 {
 	VIP_NIC_ATTRIBUTES na;
 	VIP_NET_ADDRESS *a;
@@ -243,7 +280,7 @@ VIP_NET_ADDRESS *vt_addr(VIP_NIC_HANDLE nic, const char *disc)
 	if (!a)
 		return NULL;
 	a->HostAddressLen = na.NicAddressLen;
-	r = VipNSGetHostByName(nic, "localhost", a, 0);
+	r = VipNSGetHostByName(nic, (VIP_CHAR *)host, a, 0);
 	if (r != VIP_SUCCESS || a->HostAddressLen != na.NicAddressLen) {
 		fprintf(stderr, "vt_addr: VipNSGetHostByName: %s, len %u\n",
 			vt_ret_str(r), a->HostAddressLen);
@@ -354,7 +391,7 @@ int vt_server_accept(VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, const char *disc,
 int vt_client_connect(VIP_NIC_HANDLE nic, VIP_VI_HANDLE vi, const char *disc,
 		      VIP_ULONG timeout_ms)
 {
-	VIP_NET_ADDRESS *local = vt_addr(nic, disc), *remote = vt_addr(nic, disc);
+	VIP_NET_ADDRESS *local = vt_addr(nic, disc), *remote = vt_peer_addr(nic, disc);
 	int inf = timeout_ms == VIP_INFINITE || timeout_ms == (VIP_ULONG)-1;
 	uint64_t end = vt_now_ms() + (inf ? 0 : timeout_ms);
 	VIP_VI_ATTRIBUTES ra;

@@ -68,6 +68,9 @@ const char *vt_disc(char buf[32], const char *tag);
  * (HostAddressLen preset to NicAddressLen, as clients do), followed by
  * the bytes of disc (no NUL).  NULL on failure (reason on stderr). */
 VIP_NET_ADDRESS *vt_addr(VIP_NIC_HANDLE nic, const char *disc);
+/* The other side of a vt_fork2 pair (VT_HOST_PARENT / VT_HOST_CHILD when
+ * the two run on different hosts; else this host). */
+VIP_NET_ADDRESS *vt_peer_addr(VIP_NIC_HANDLE nic, const char *disc);
 /* Bytes an address occupies (header + host + discriminator). */
 size_t vt_addr_size(const VIP_NET_ADDRESS *a);
 

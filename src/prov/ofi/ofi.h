@@ -53,7 +53,7 @@
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
-#define VD_OFI_VERSION 1u
+#define VD_OFI_VERSION 2u
 
 enum vd_ofi_type {
 	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
@@ -88,8 +88,14 @@ struct vd_ofi_hdr {
 	uint32_t imm;
 	uint32_t flags;             /* VD_OFI_F_* */
 	uint64_t a, b, c, d;        /* per type */
+	/* Data-path messages (type >= DISC) of a connection are numbered
+	 * from 0: the fabric completes receives in any order (rxm finishes
+	 * a rendezvous after later eager messages), the target places them
+	 * in this order. */
+	uint32_t msg_no;
+	uint32_t reserved;
 };
-static_assert(sizeof(struct vd_ofi_hdr) == 64, "ofi header layout");
+static_assert(sizeof(struct vd_ofi_hdr) == 72, "ofi header layout");
 
 /* Handshake payload (CONN_REQ, CONN_ACC, CONN_CFM). */
 struct vd_ofi_cm {
@@ -126,6 +132,9 @@ struct vd_ofi_op {
 	struct vd_ofi_conn *conn;   /* OP_TX / OP_RMA: owner, or NULL */
 	struct vd_ofi_op *next;     /* free list, arrival queue */
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
+	fi_addr_t to;               /* OP_TX: destination, length */
+	size_t post_len;
+	uint64_t queued_ns;         /* OP_TX in the backlog: since when */
 	size_t len;                 /* received bytes (OP_RX) */
 	uint8_t buf[];              /* VD_OFI_MSG_MAX */
 };
@@ -163,15 +172,22 @@ struct vd_ofi_nic {
 	size_t key_size;
 	uint64_t job_key[2];
 
-	pthread_mutex_t lock;       /* listeners, conns table, free lists */
+	pthread_mutex_t lock;       /* listeners, conns table, handshakes */
+	pthread_mutex_t fab_lock;   /* every call into libfabric (ofi_nic.c) */
 	pthread_cond_t cond;        /* handshake progress (with lock) */
 	struct vd_list listeners;
 	struct vd_ofi_conn **conns; /* by index; NULL = free */
 	uint32_t nconns;
 	vd_lock_t tx_lock;          /* tx_free */
+	vd_lock_t bl_lock;          /* the backlog (ofi_nic.c) */
+	struct vd_ofi_op *bl_head, **bl_tail;
 	struct vd_ofi_op *tx_free;
 
 	vd_lock_t progress;         /* who reads the fabric CQ */
+	_Atomic uint32_t want;      /* application threads waiting for it */
+	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
+	                             * holding it */
+	int preempt_fd;             /* eventfd: rings the service thread out */
 	_Atomic uint32_t events;    /* futex word, bumped after every pass
 	                             * that recorded something */
 	_Atomic uint32_t pending;   /* conns with unapplied completions */
@@ -210,6 +226,11 @@ struct vd_ofi_conn {
 	fi_addr_t peer;             /* the peer's data endpoint */
 	VIP_VI_ATTRIBUTES peer_attrs;
 	uint32_t peer_rdma;         /* peer VI's RDMA enables */
+
+	_Atomic uint32_t tx_msg_no; /* next number of a message we send */
+	uint32_t rx_msg_no;         /* progress lock: next number to place */
+	struct vd_ofi_op *held;     /* progress lock: arrived early, by number */
+	uint32_t nheld;
 
 	/* Arrivals, in order; appended by progress, taken under rq.lock. */
 	vd_lock_t in_lock;
@@ -263,12 +284,15 @@ void *vd_ofi_local_desc(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
 /* Progress: read the fabric CQ until empty (and wait up to deadline_ns
  * for something when `block`).  Returns with nothing held. */
 void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block);
+/* Take the progress lock, ringing the service thread out of its poll;
+ * only with no queue lock held. */
+void vd_ofi_progress_lock(struct vd_ofi_nic *on);
 /* Sleep until a progress pass recorded something, or the deadline. */
 int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns);
 struct vd_ofi_op *vd_ofi_tx_get(struct vd_ofi_nic *on);
 void vd_ofi_tx_put(struct vd_ofi_nic *on, struct vd_ofi_op *op);
-/* Post a filled OP_TX op of len bytes to `to`: 0, -ETIMEDOUT (the
- * fabric stayed full), -EIO. */
+/* Post a filled OP_TX op of len bytes to `to` (into the backlog if the
+ * fabric cannot take it now): 0 or -EIO. */
 int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to);
 /* Send header + payload (copied) to `to` from the data endpoint. */
 int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
@@ -310,6 +334,11 @@ void vd_ofi_conn_ready(struct vd_vi *vi);
 /* Progress recorded something for c: apply it if its locks are free. */
 void vd_ofi_kick(struct vd_ofi_conn *c);
 void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
+/* Number a data-path message for c (any thread). */
+void vd_ofi_number(struct vd_ofi_conn *c, struct vd_ofi_hdr *h);
+/* A data-path message arrived (progress lock held): passed on in number
+ * order, held while earlier ones are missing. */
+void vd_ofi_in_order(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
 void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err);
 void vd_ofi_conn_free_data(struct vd_ofi_conn *c);
 

@@ -88,12 +88,14 @@ void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 {
 	if (atomic_exchange(&c->broken, true))
 		return;
+	vd_log("ofi: connection %u breaks (VIA error %d%s)", c->idx, (int)code,
+	       tell ? ", peer told" : "");
 	atomic_store(&c->break_code, (uint32_t)code);
 	if (tell) {
 		struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
 					.type = VD_OFI_NOTICE, .conn = c->peer_conn,
 					.token = c->peer_token, .a = (uint64_t)code };
-		(void)vd_ofi_send_msg(c->on, c->peer, NULL, &h, NULL, 0, 0);
+		(void)vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 	}
 	vd_futex_bump(&c->on->events);
 	pthread_cond_broadcast(&c->on->cond);
@@ -200,7 +202,12 @@ static int cm_send(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owne
 
 static int av_insert_name(struct vd_ofi_nic *on, const struct vd_ofi_cm *cm, fi_addr_t *fa)
 {
-	return fi_av_insert(on->av, cm->ep, 1, fa, 0, NULL) == 1 ? 0 : -EPROTO;
+	int n;
+
+	pthread_mutex_lock(&on->fab_lock);
+	n = fi_av_insert(on->av, cm->ep, 1, fa, 0, NULL);
+	pthread_mutex_unlock(&on->fab_lock);
+	return n == 1 ? 0 : -EPROTO;
 }
 
 static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_cm *cm)
@@ -462,7 +469,10 @@ static int req_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_
 	inet_ntop(AF_INET, remote->HostAddress, ip, sizeof(ip));
 	snprintf(port, sizeof(port), "%u",
 		 disc_port(remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen));
-	if (fi_av_insertsvc(on->av, ip, port, &listener, 0, NULL) != 1)
+	pthread_mutex_lock(&on->fab_lock);
+	int n = fi_av_insertsvc(on->av, ip, port, &listener, 0, NULL);
+	pthread_mutex_unlock(&on->fab_lock);
+	if (n != 1)
 		return -EHOSTUNREACH;
 	cm_fill(on, c, &cm, local, vi);
 	cm.want_len = remote->DiscriminatorLen;
@@ -544,13 +554,14 @@ void vd_ofi_disconnect(struct vd_vi *vi)
 		struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
 					.type = VD_OFI_DISC, .conn = c->peer_conn,
 					.token = c->peer_token };
-		(void)vd_ofi_send_msg(c->on, c->peer, NULL, &h, NULL, 0, 0);
+		(void)vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 	}
 	atomic_store(&c->dead, true);
-	/* A progress pass that found c alive ends before we go on. */
-	vd_lock(&c->on->progress);
-	vd_unlock(&c->on->progress);
+	/* A progress pass that found c alive ends before we go on; then
+	 * nothing touches its held messages but us. */
+	vd_ofi_progress_lock(c->on);
 	vd_ofi_conn_free_data(c);
+	vd_unlock(&c->on->progress);
 	vi->conn = NULL;
 	c->vi = NULL;
 }

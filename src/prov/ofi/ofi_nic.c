@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +226,10 @@ static struct fi_info *hints_make(const char *prov)
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_MSG;
 	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	/* Messages between two endpoints arrive in the order sent: the
+	 * target places chunks and operations in sequence. */
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_SAS;
 	h->addr_format = FI_SOCKADDR_IN;
 	h->domain_attr->threading = FI_THREAD_SAFE;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
@@ -308,9 +313,11 @@ void vd_ofi_repost(struct vd_ofi_op *op)
 	int r;
 
 	op->next = NULL;
-	do
+	do {
+		pthread_mutex_lock(&e->on->fab_lock);
 		r = (int)fi_recv(e->ep, op->buf, VD_OFI_MSG_MAX, NULL, FI_ADDR_UNSPEC, op);
-	while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
+		pthread_mutex_unlock(&e->on->fab_lock);
+	} while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
 	if (r && r != -FI_EAGAIN)
 		vd_log("ofi: fi_recv: %s", fi_strerror(-r));
 }
@@ -324,16 +331,18 @@ int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *servi
 	e->on = on;
 	if (err)
 		return err;
+	pthread_mutex_lock(&on->fab_lock);
 	err = fi_endpoint(on->domain, info, &e->ep, NULL) ? -EADDRINUSE : 0;
+	if (!err && (fi_ep_bind(e->ep, &on->av->fid, 0) ||
+		     fi_ep_bind(e->ep, &on->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(e->ep)))
+		err = -EADDRINUSE;
+	e->name_len = sizeof(e->name);
+	if (!err && fi_getname(&e->ep->fid, e->name, &e->name_len))
+		err = -EIO;
+	pthread_mutex_unlock(&on->fab_lock);
 	fi_freeinfo(info);
 	if (err)
 		return err;
-	if (fi_ep_bind(e->ep, &on->av->fid, 0) ||
-	    fi_ep_bind(e->ep, &on->cq->fid, FI_TRANSMIT | FI_RECV) || fi_enable(e->ep))
-		return -EADDRINUSE;
-	e->name_len = sizeof(e->name);
-	if (fi_getname(&e->ep->fid, e->name, &e->name_len))
-		return -EIO;
 	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
 		e->rx[i] = op_alloc();
 		if (!e->rx[i])
@@ -385,25 +394,95 @@ void vd_ofi_tx_put(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 	vd_unlock(&on->tx_lock);
 }
 
-/* fi_send until it is taken.  -FI_EAGAIN means the provider needs
- * progress (rxm makes its connection through the CQ): drive it here only
- * when nobody else is, never blocking on the progress lock. */
-int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to)
+static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err);
+
+/* ---- the backlog: sends the fabric could not take yet --------------------------------- *
+ * fi_send says -FI_EAGAIN when its queue is full or, on rxm, while it
+ * (re)makes the connection to the peer, which takes progress.  A sender
+ * may hold a queue lock and must not wait for progress, so the message
+ * goes to the NIC's backlog, in order, and every progress pass posts what
+ * it can.  A message that waits more than VD_OFI_STUCK_NS while its peer
+ * has been silent as long means the peer is gone (a dead process's
+ * port refuses rxm's reconnection forever): the connection breaks. */
+#define VD_OFI_STUCK_NS 800000000ull
+
+/* Every libfabric call on the NIC's objects goes through fab_lock:
+ * rxm's FI_THREAD_SAFE is not safe enough (a send racing fi_trywait's
+ * progress dereferenced NULL in libfabric 1.20), and the calls are
+ * short (never a sleep under it). */
+static int fab_send(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to)
 {
-	uint64_t until = vd_now_ns() + 5000000000ull;
 	int r;
 
-	for (;;) {
-		r = (int)fi_send(on->data.ep, op->buf, len, NULL, to, op);
-		if (r != -FI_EAGAIN)
-			return r ? -EIO : 0;
-		if (vd_now_ns() > until || atomic_load(&on->stop))
-			return -ETIMEDOUT;
-		if (vd_trylock(&on->progress)) {
-			fi_cq_read(on->cq, NULL, 0);    /* progress only */
-			vd_unlock(&on->progress);
+	pthread_mutex_lock(&on->fab_lock);
+	r = (int)fi_send(on->data.ep, op->buf, len, NULL, to, op);
+	pthread_mutex_unlock(&on->fab_lock);
+	return r;
+}
+
+static void backlog_add(struct vd_ofi_nic *on, struct vd_ofi_op *op)
+{
+	op->next = NULL;
+	op->queued_ns = vd_now_ns();
+	*on->bl_tail = op;
+	on->bl_tail = &op->next;
+}
+
+int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr_t to)
+{
+	int r = 0;
+
+	op->to = to;
+	op->post_len = len;
+	vd_lock(&on->bl_lock);
+	if (!on->bl_head)
+		r = fab_send(on, op, len, to);
+	if (on->bl_head || r == -FI_EAGAIN) {
+		backlog_add(on, op);
+		r = 0;
+	}
+	vd_unlock(&on->bl_lock);
+	return r ? -EIO : 0;
+}
+
+static bool stuck(const struct vd_ofi_op *op, uint64_t now)
+{
+	const struct vd_ofi_conn *c = op->conn;
+
+	return now - op->queued_ns > VD_OFI_STUCK_NS &&
+	       (!c || now - atomic_load(&c->last_rx_ns) > VD_OFI_STUCK_NS);
+}
+
+/* Post what the fabric takes now; fail what belongs to a broken
+ * connection or is stuck.  Progress lock held. */
+static void backlog_flush(struct vd_ofi_nic *on)
+{
+	struct vd_ofi_op *failed = NULL;
+	uint64_t now = vd_now_ns();
+
+	vd_lock(&on->bl_lock);
+	while (on->bl_head) {
+		struct vd_ofi_op *op = on->bl_head;
+		int r = op->conn && atomic_load(&op->conn->broken) ? -FI_ECANCELED :
+			fab_send(on, op, op->post_len, op->to);
+
+		if (r == -FI_EAGAIN && !stuck(op, now))
+			break;
+		on->bl_head = op->next;
+		if (!on->bl_head)
+			on->bl_tail = &on->bl_head;
+		if (r) {
+			op->next = failed;
+			failed = op;
 		}
-		sched_yield();
+	}
+	vd_unlock(&on->bl_lock);
+	while (failed) {
+		struct vd_ofi_op *op = failed;
+		failed = op->next;
+		if (op->conn && !atomic_load(&op->conn->broken))
+			vd_log("ofi: connection %u: the peer does not take messages", op->conn->idx);
+		on_completion(on, op, 0, FI_EIO);
 	}
 }
 
@@ -423,6 +502,8 @@ int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *own
 	op->tx_slot = tx_slot;
 	memcpy(op->buf, h, sizeof(*h));
 	((struct vd_ofi_hdr *)op->buf)->len = (uint32_t)len;
+	if (owner && h->type >= VD_OFI_DISC)
+		vd_ofi_number(owner, (struct vd_ofi_hdr *)op->buf);
 	if (len)
 		memcpy(op->buf + sizeof(*h), payload, len);
 	if (owner)
@@ -511,7 +592,7 @@ static void on_rx(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 		return;
 	}
 	atomic_store_explicit(&c->last_rx_ns, vd_now_ns(), memory_order_relaxed);
-	vd_ofi_on_data(c, op);          /* keeps op until it is placed */
+	vd_ofi_in_order(c, op);         /* keeps op until it is placed */
 }
 
 static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
@@ -548,8 +629,17 @@ static int drain(struct vd_ofi_nic *on)
 	int n = 0;
 
 	for (;;) {
-		ssize_t r = fi_cq_read(on->cq, e, 16);
+		ssize_t r;
 
+		/* Read under fab_lock, dispatch without it (a completion
+		 * may send). */
+		pthread_mutex_lock(&on->fab_lock);
+		r = fi_cq_read(on->cq, e, 16);
+		if (r == -FI_EAVAIL) {
+			memset(&ee, 0, sizeof(ee));
+			r = fi_cq_readerr(on->cq, &ee, 0) > 0 ? -FI_EAVAIL : -FI_EAGAIN;
+		}
+		pthread_mutex_unlock(&on->fab_lock);
 		if (r > 0) {
 			for (ssize_t i = 0; i < r; i++)
 				on_completion(on, e[i].op_context, e[i].len, 0);
@@ -557,12 +647,9 @@ static int drain(struct vd_ofi_nic *on)
 			continue;
 		}
 		if (r == -FI_EAVAIL) {
-			memset(&ee, 0, sizeof(ee));
-			if (fi_cq_readerr(on->cq, &ee, 0) > 0) {
-				on_completion(on, ee.op_context, ee.len, ee.err ? ee.err : EIO);
-				n++;
-				continue;
-			}
+			on_completion(on, ee.op_context, ee.len, ee.err ? ee.err : EIO);
+			n++;
+			continue;
 		}
 		return n;
 	}
@@ -584,49 +671,105 @@ static void retry_kicks(struct vd_ofi_nic *on)
 	}
 }
 
-/* Block on the CQ's fd (when it has one) until deadline; lock held. */
-static void fd_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
+/* Block on the CQ's fd (when it has one) and on the preemption eventfd
+ * until deadline; progress lock held. */
+static void fd_wait(struct vd_ofi_nic *on, uint64_t deadline_ns, bool service)
 {
 	struct fid *f = &on->cq->fid;
 	uint64_t now = vd_now_ns();
 	int ms = deadline_ns ? (int)((deadline_ns - now) / 1000000u) : 50;
+	struct pollfd p[2] = { { .fd = on->wait_fd, .events = POLLIN },
+			       { .fd = on->preempt_fd, .events = POLLIN } };
 
 	if (ms > 50)
-		ms = 50;        /* keepalives, pending kicks */
+		ms = 50;        /* keepalives, pending kicks, the backlog */
 	if (ms <= 0)
 		ms = 1;
-	if (on->wait_fd < 0 || fi_trywait(on->fabric, &f, 1) != FI_SUCCESS) {
+	pthread_mutex_lock(&on->fab_lock);
+	int tw = on->wait_fd < 0 ? -FI_EAGAIN : fi_trywait(on->fabric, &f, 1);
+	pthread_mutex_unlock(&on->fab_lock);
+	if (tw != FI_SUCCESS) {
 		if (on->wait_fd < 0)
 			usleep(200);
 		return;
 	}
-	struct pollfd p = { .fd = on->wait_fd, .events = POLLIN };
-	(void)poll(&p, 1, ms);
+	/* Seq_cst: pairs with vd_ofi_progress_lock()'s load after its
+	 * increment of `want`: either it sees us polling and rings, or we
+	 * see its want and do not poll. */
+	atomic_store(&on->svc_polling, service);
+	if (!(service && atomic_load(&on->want)))
+		(void)poll(p, 2, ms);
+	atomic_store(&on->svc_polling, false);
+	if (p[1].revents & POLLIN) {
+		uint64_t v;
+		(void)!read(on->preempt_fd, &v, sizeof(v));
+	}
 }
 
-void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
+/* Take the progress lock from an application thread (no queue lock
+ * held): the service thread, which may sit in poll() with it for up to
+ * 50 ms, is rung out and stays away while `want` is set. */
+void vd_ofi_progress_lock(struct vd_ofi_nic *on)
 {
-	int n;
+	uint64_t one = 1;
 
-	if (!vd_trylock(&on->progress)) {
-		if (block)
-			vd_ofi_wait(on, deadline_ns);
-		return;
-	}
-	n = drain(on);
+	atomic_fetch_add(&on->want, 1);
+	if (atomic_load(&on->svc_polling))
+		(void)!write(on->preempt_fd, &one, sizeof(one));
+	vd_lock(&on->progress);
+	atomic_fetch_sub(&on->want, 1);
+}
+
+static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block,
+			    bool service)
+{
+	int n = drain(on);
+
 	if (!n && block) {
-		fd_wait(on, deadline_ns);
+		fd_wait(on, deadline_ns, service);
 		n = drain(on);
 	}
+	if (on->bl_head)
+		backlog_flush(on);
 	retry_kicks(on);
 	vd_unlock(&on->progress);
 	if (n)
 		vd_futex_bump(&on->events);
 }
 
+void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
+{
+	if (vd_trylock(&on->progress)) {
+		progress_locked(on, deadline_ns, block, false);
+		return;
+	}
+	if (!block)
+		return;
+	if (atomic_load(&on->svc_polling)) {
+		/* The service thread idles with the lock: we wait here, so
+		 * we progress ourselves (no hand-off through a wake-up). */
+		vd_ofi_progress_lock(on);
+		progress_locked(on, deadline_ns, block, false);
+		return;
+	}
+	vd_ofi_wait(on, deadline_ns);
+}
+
+/* The service thread's pass: only when no application thread wants it. */
+static void service_progress(struct vd_ofi_nic *on)
+{
+	uint64_t until = vd_now_ns() + 20000000;
+
+	if (atomic_load(&on->want) || !vd_trylock(&on->progress)) {
+		vd_ofi_wait(on, until);
+		return;
+	}
+	progress_locked(on, until, true, true);
+}
+
 int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
 {
-	/* Acquire pairs with vd_futex_bump's release in vd_ofi_progress. */
+	/* Acquire pairs with vd_futex_bump's release in progress_locked. */
 	uint32_t seen = atomic_load_explicit(&on->events, memory_order_acquire);
 	uint64_t slice = vd_now_ns() + 2000000;   /* the holder may be asleep */
 
@@ -640,7 +783,7 @@ static void *service_main(void *arg)
 	uint64_t next_ka = vd_now_ns() + VD_OFI_KEEPALIVE_NS;
 
 	while (!atomic_load(&on->stop)) {
-		vd_ofi_progress(on, vd_now_ns() + 20000000, true);
+		service_progress(on);
 		if (vd_now_ns() >= next_ka) {
 			vd_ofi_keepalive(on);
 			next_ka = vd_now_ns() + VD_OFI_KEEPALIVE_NS / 2;
@@ -684,6 +827,10 @@ static int nic_start(struct vd_ofi_nic *on, const char *spec)
 			on->info->fabric_attr->prov_name);
 		err = -ENOTSUP;
 	}
+	if (!err) {
+		on->preempt_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		err = on->preempt_fd < 0 ? -errno : 0;
+	}
 	if (!err)
 		err = vd_ofi_ep_open(on, &on->data, NULL);
 	if (!err)
@@ -701,11 +848,15 @@ int vd_ofi_nic_open(struct vd_nic *nic, const char *spec)
 		return -ENOMEM;
 	on->nic = nic;
 	on->wait_fd = -1;
+	on->preempt_fd = -1;
 	pthread_mutex_init(&on->lock, NULL);
+	pthread_mutex_init(&on->fab_lock, NULL);
 	pthread_cond_init(&on->cond, NULL);
 	vd_list_init(&on->listeners);
 	vd_lock_init(&on->progress);
 	vd_lock_init(&on->tx_lock);
+	vd_lock_init(&on->bl_lock);
+	on->bl_tail = &on->bl_head;
 	nic->prov = on;
 	err = nic_start(on, spec);
 	if (err) {
@@ -741,6 +892,11 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 		fi_close(&on->fabric->fid);
 	if (on->info)
 		fi_freeinfo(on->info);
+	while (on->bl_head) {
+		struct vd_ofi_op *op = on->bl_head;
+		on->bl_head = op->next;
+		free(op);
+	}
 	while (on->tx_free) {
 		struct vd_ofi_op *op = on->tx_free;
 		on->tx_free = op->next;
@@ -751,8 +907,11 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	free(on->conns);
 	free(on->mr_desc);
 	free(on->mrs);
+	if (on->preempt_fd >= 0)
+		close(on->preempt_fd);
 	pthread_cond_destroy(&on->cond);
 	pthread_mutex_destroy(&on->lock);
+	pthread_mutex_destroy(&on->fab_lock);
 	nic->prov = NULL;
 	free(on);
 }

@@ -92,6 +92,7 @@ static int send_chunk(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, VIP_DESCRIPTO
 	if (!op)
 		return -ENOMEM;
 	h->len = (uint32_t)n;
+	vd_ofi_number(c, h);
 	memcpy(op->buf, h, sizeof(*h));
 	gather(d, first, off, op->buf + sizeof(*h), n);
 	op->conn = c;
@@ -170,6 +171,7 @@ static int post_read(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, uin
 	struct vd_ofi_op *op = vd_ofi_tx_get(c->on);
 	if (!op)
 		return -ENOMEM;
+	vd_ofi_number(c, &h);
 	memcpy(op->buf, &h, sizeof(h));
 	op->conn = c;
 	op->tx_slot = seq % VD_OFI_TX_WINDOW + 1;
@@ -221,9 +223,8 @@ static void post_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 	while (c->tx_posted < vi->sq.tail && c->tx_posted - vi->sq.done < VD_OFI_TX_WINDOW &&
 	       !atomic_load(&c->broken)) {
 		int err = post_one(vi, c);
-		if (err == -ETIMEDOUT)
-			return;         /* the fabric is full: try again later */
 		if (err) {
+			vd_log("ofi: posting a send failed: %s", strerror(-err));
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
 			return;
 		}
@@ -242,6 +243,7 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		if (!t->posted || atomic_load(&t->sent) < t->chunks)
 			return;
 		if (atomic_load(&t->failed)) {
+			vd_log("ofi: the fabric failed a send of connection %u", c->idx);
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
 			return;
 		}
@@ -322,6 +324,7 @@ static void scatter(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t off, const uin
 
 static void rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
 {
+	vd_log("ofi: connection %u: refusing what the peer sent", c->idx);
 	vd_ofi_conn_break(c, code, true);
 }
 
@@ -360,6 +363,9 @@ static void rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 			return;
 	}
 	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len) {
+		vd_log("ofi: send chunk out of sequence (seq %u/%u, offset %llu/%llu)",
+		       h->seq, c->rx_seq, (unsigned long long)h->a,
+		       (unsigned long long)c->rx_got);
 		rx_fail(c, VIP_ERROR_CONN_LOST);    /* not what this peer sent */
 		return;
 	}
@@ -592,6 +598,57 @@ int vd_ofi_recv_publish(struct vd_vi *vi)
 
 /* ---- recording completions (progress lock held) ------------------------------------------------ */
 
+void vd_ofi_number(struct vd_ofi_conn *c, struct vd_ofi_hdr *h)
+{
+	/* Relaxed: only uniqueness matters; the target sorts. */
+	h->msg_no = atomic_fetch_add_explicit(&c->tx_msg_no, 1, memory_order_relaxed);
+}
+
+#define HOLD_MAX 1024u              /* messages ahead of a missing one */
+
+static uint32_t msg_no(const struct vd_ofi_op *op)
+{
+	return ((const struct vd_ofi_hdr *)op->buf)->msg_no;
+}
+
+/* Insert into the held list, sorted by number. */
+static void hold(struct vd_ofi_conn *c, struct vd_ofi_op *op)
+{
+	struct vd_ofi_op **p = &c->held;
+
+	while (*p && (int32_t)(msg_no(*p) - msg_no(op)) < 0)
+		p = &(*p)->next;
+	op->next = *p;
+	*p = op;
+	c->nheld++;
+}
+
+void vd_ofi_in_order(struct vd_ofi_conn *c, struct vd_ofi_op *op)
+{
+	int32_t ahead = (int32_t)(msg_no(op) - c->rx_msg_no);
+
+	if (ahead < 0 || (uint32_t)ahead >= HOLD_MAX || c->nheld >= HOLD_MAX ||
+	    (c->held && msg_no(c->held) == msg_no(op))) {
+		vd_log("ofi: connection %u: message %u out of window", c->idx, msg_no(op));
+		vd_ofi_repost(op);
+		vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, true);
+		return;
+	}
+	if (ahead > 0) {
+		hold(c, op);
+		return;
+	}
+	c->rx_msg_no++;
+	vd_ofi_on_data(c, op);
+	while (c->held && msg_no(c->held) == c->rx_msg_no) {
+		struct vd_ofi_op *next = c->held;
+		c->held = next->next;
+		c->nheld--;
+		c->rx_msg_no++;
+		vd_ofi_on_data(c, next);
+	}
+}
+
 void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 {
 	op->next = NULL;
@@ -687,4 +744,9 @@ void vd_ofi_conn_free_data(struct vd_ofi_conn *c)
 
 	while ((op = in_pop(c)))
 		vd_ofi_repost(op);
+	while (c->held) {           /* progress lock held by the caller */
+		op = c->held;
+		c->held = op->next;
+		vd_ofi_repost(op);
+	}
 }

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+#
+# Hosts on one machine: network namespaces joined by a veth pair, for the
+# tests that need two hosts.  Source it, then
+#     vd_netns_up            two hosts: $VD_NS_A ($VD_IP_A), $VD_NS_B ($VD_IP_B)
+#     vd_in A|B CMD...       run CMD on that host
+#     vd_link down|up        take B's end of the link down / up again
+# Everything is removed when the script exits.  Not root, or no
+# CAP_NET_ADMIN: exit 77 with the reason.  Traffic stays in the two
+# namespaces (10.231.N.0/24, N from our pid).
+
+vd_netns_cleanup() {
+	ip netns del "$VD_NS_A" 2>/dev/null
+	ip netns del "$VD_NS_B" 2>/dev/null
+}
+
+vd_netns_up() {
+	local n=$(( $$ % 250 + 1 ))
+	VD_NS_A=vdA$$
+	VD_NS_B=vdB$$
+	VD_IP_A=10.231.$n.1
+	VD_IP_B=10.231.$n.2
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "SKIP: network namespaces need root (CAP_NET_ADMIN)"
+		exit 77
+	fi
+	command -v ip >/dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
+	trap vd_netns_cleanup EXIT
+	if ! ip netns add "$VD_NS_A" 2>/dev/null || ! ip netns add "$VD_NS_B" 2>/dev/null; then
+		echo "SKIP: cannot create network namespaces here"
+		exit 77
+	fi
+	ip -n "$VD_NS_A" link add va type veth peer name vb netns "$VD_NS_B" || exit 1
+	ip -n "$VD_NS_A" addr add "$VD_IP_A/24" dev va
+	ip -n "$VD_NS_B" addr add "$VD_IP_B/24" dev vb
+	for ns in "$VD_NS_A" "$VD_NS_B"; do
+		ip -n "$ns" link set lo up
+	done
+	ip -n "$VD_NS_A" link set va up
+	ip -n "$VD_NS_B" link set vb up
+	export VD_NS_A VD_NS_B VD_IP_A VD_IP_B
+}
+
+vd_in() {
+	local host=$1
+	shift
+	case $host in
+	A) ip netns exec "$VD_NS_A" "$@" ;;
+	B) ip netns exec "$VD_NS_B" "$@" ;;
+	esac
+}
+
+vd_link() {
+	ip -n "$VD_NS_B" link set vb "$1"
+}
