@@ -48,6 +48,7 @@
 #define VD_OFI_EAGER_MAX 32768      /* payload bytes per message (chunk) */
 #define VD_OFI_RX_BUFS 64           /* receive buffers per endpoint */
 #define VD_OFI_TX_WINDOW 64         /* sends in flight per VI */
+#define VD_OFI_CHUNKS_OUT 32        /* chunks in flight per VI (1 MiB) */
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
 
@@ -71,11 +72,15 @@ enum vd_ofi_type {
 	VD_OFI_DONE,                /* RDMA op `seq` finished: a = VIP_STATUS */
 	VD_OFI_NOTICE,              /* peer broke the VI: a = VIP_ERROR_CODE */
 	VD_OFI_KEEPALIVE,
+	VD_OFI_DROPPED,             /* unreliable: a send found no receive */
+	VD_OFI_DEFERRED,            /* flow control: a send waits for one */
 	VD_OFI_TYPE_MAX,
 };
 
 #define VD_OFI_F_IMM 0x1u           /* imm is valid (last chunk) */
 #define VD_OFI_F_LAST 0x2u          /* last chunk of the operation */
+#define VD_OFI_F_ACK 0x4u           /* send: answer DONE once placed */
+#define VD_OFI_F_FLOW 0x8u          /* send: wait for a receive, never drop */
 
 struct vd_ofi_hdr {
 	uint16_t magic;
@@ -131,29 +136,41 @@ struct vd_ofi_op {
 	struct vd_ofi_ep *ep;       /* OP_RX: whose buffer */
 	struct vd_ofi_conn *conn;   /* OP_TX / OP_RMA: owner, or NULL */
 	struct vd_ofi_op *next;     /* free list, arrival queue */
+	struct vd_ofi_op *all_next; /* OP_TX: every one made (freed at close) */
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
 	fi_addr_t to;               /* OP_TX: destination, length */
 	size_t post_len;
-	uint64_t queued_ns;         /* OP_TX in the backlog: since when */
+	uint64_t queued_ns;         /* OP_TX in the backlog: since when, */
+	uint32_t tries;             /* and how often we tried to post it */
 	size_t len;                 /* received bytes (OP_RX) */
 	uint8_t buf[];              /* VD_OFI_MSG_MAX */
 };
 
 /* ---- endpoints and NIC --------------------------------------------------- */
 
-/* An RDM endpoint: the NIC's data endpoint, or a discriminator's listener. */
+/* An RDM endpoint: the NIC's data endpoint, or a listener on the port of
+ * one or more discriminators. */
 struct vd_ofi_ep {
 	struct fid_ep *ep;
 	struct vd_ofi_nic *on;
 	bool listener;
-	uint8_t disc[VD_OFI_MAX_DISC];
-	uint16_t disc_len;
+	unsigned port;              /* listener */
 	uint8_t name[VD_OFI_EP_NAME_MAX];
 	size_t name_len;
 	struct vd_ofi_op *rx[VD_OFI_RX_BUFS];
 	struct vd_list link;        /* vd_ofi_nic.listeners */
-	struct vd_list reqs;        /* struct vd_conn_req waiting for accept */
 };
+
+/* A discriminator this NIC has waited on (VipConnectWait). */
+struct vd_ofi_listen {
+	struct vd_list link;        /* vd_ofi_nic.listens */
+	struct vd_ofi_ep *ep;       /* its port's listener endpoint */
+	uint8_t disc[VD_OFI_MAX_DISC];
+	uint16_t disc_len;
+	unsigned waiters;           /* threads in VipConnectWait on it */
+	struct vd_list reqs;        /* struct vd_conn_req, for them */
+};
+#define VD_OFI_REJ_NO_MATCH 1u      /* vd_ofi_cm.reserved of a REJ */
 
 struct vd_ofi_nic {
 	struct vd_nic *nic;
@@ -175,13 +192,15 @@ struct vd_ofi_nic {
 	pthread_mutex_t lock;       /* listeners, conns table, handshakes */
 	pthread_mutex_t fab_lock;   /* every call into libfabric (ofi_nic.c) */
 	pthread_cond_t cond;        /* handshake progress (with lock) */
-	struct vd_list listeners;
+	struct vd_list listeners;   /* struct vd_ofi_ep */
+	struct vd_list listens;     /* struct vd_ofi_listen */
 	struct vd_ofi_conn **conns; /* by index; NULL = free */
 	uint32_t nconns;
 	vd_lock_t tx_lock;          /* tx_free */
 	vd_lock_t bl_lock;          /* the backlog (ofi_nic.c) */
 	struct vd_ofi_op *bl_head, **bl_tail;
 	struct vd_ofi_op *tx_free;
+	struct vd_ofi_op *tx_all;   /* tx_lock: every OP_TX op, for close */
 
 	vd_lock_t progress;         /* who reads the fabric CQ */
 	_Atomic uint32_t want;      /* application threads waiting for it */
@@ -214,6 +233,7 @@ struct vd_ofi_tx {                  /* one descriptor in flight */
 	_Atomic(VIP_DESCRIPTOR *) desc;   /* RDMA read: where data lands */
 	bool wants_done;            /* RDMA: completes on DONE */
 	bool posted;                /* every chunk is out */
+	uint64_t bytes;             /* data bytes of the descriptor */
 };
 
 struct vd_ofi_conn {
@@ -235,6 +255,7 @@ struct vd_ofi_conn {
 	/* Arrivals, in order; appended by progress, taken under rq.lock. */
 	vd_lock_t in_lock;
 	struct vd_ofi_op *in_head, **in_tail;
+	uint32_t in_len;            /* in_lock */
 	uint32_t rx_seq;            /* rq.lock: message being placed */
 	bool rx_active;             /* rq.lock: a send is being placed */
 	bool rx_drop;               /* rq.lock: ...and dropped (unreliable) */
@@ -245,8 +266,13 @@ struct vd_ofi_conn {
 	struct vd_ofi_tx tx[VD_OFI_TX_WINDOW];
 	uint64_t tx_posted;         /* sq.lock: next sq index to post */
 	uint64_t tx_off;            /* sq.lock: bytes of it already posted */
+	_Atomic uint32_t chunks_out;  /* chunks the fabric has not completed */
 	uint32_t tx_seq;            /* sq.lock */
 
+	_Atomic uint32_t dropped;   /* DROPPED notices not yet in the stats */
+	_Atomic uint32_t deferred;  /* DEFERRED notices, likewise */
+	uint32_t rx_deferred;       /* rq.lock: seq + 1 of the send we said
+	                             * DEFERRED for */
 	_Atomic bool broken;
 	_Atomic bool dead;          /* disconnected: progress leaves it alone */
 	_Atomic bool reported;      /* the break went to the core */
@@ -298,7 +324,11 @@ int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr
 int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
 		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
 		    uint32_t tx_slot);
+/* Give a receive buffer back to the fabric (a detached copy: free it). */
 void vd_ofi_repost(struct vd_ofi_op *op);
+/* A heap copy of a received message; the buffer goes back to the fabric
+ * at once.  For messages that wait for the application. */
+struct vd_ofi_op *vd_ofi_detach(struct vd_ofi_op *op);
 int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *service);
 void vd_ofi_ep_close(struct vd_ofi_ep *e);
 uint64_t vd_ofi_mac(const struct vd_ofi_nic *on, const char *label,

@@ -210,24 +210,56 @@ static int av_insert_name(struct vd_ofi_nic *on, const struct vd_ofi_cm *cm, fi_
 	return n == 1 ? 0 : -EPROTO;
 }
 
+static struct vd_ofi_listen *listen_find(struct vd_ofi_nic *on, const struct vd_ofi_ep *ep,
+					 const uint8_t *disc, unsigned n)
+{
+	for (struct vd_list *l = on->listens.next; l != &on->listens; l = l->next) {
+		struct vd_ofi_listen *li = vd_container_of(l, struct vd_ofi_listen, link);
+		if ((!ep || li->ep == ep) && li->disc_len == n && !memcmp(li->disc, disc, n))
+			return li;
+	}
+	return NULL;
+}
+
+/* Nobody waits on that discriminator here: the requester gets NO_MATCH
+ * at once (VIA clients retry), as over shm. */
+static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req)
+{
+	struct vd_ofi_cm cm;
+	fi_addr_t to;
+
+	if (av_insert_name(on, req, &to))
+		return;
+	cm_fill(on, NULL, &cm, NULL, NULL);
+	cm.reserved = VD_OFI_REJ_NO_MATCH;
+	cm_seal(on, &cm, "REJ", req->nonce_req);
+	(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, req->conn, req->token, &cm);
+}
+
+/* on->lock held. */
 static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_cm *cm)
 {
+	struct vd_ofi_listen *li;
 	struct vd_conn_req *r;
 	unsigned n = 0;
 
-	if (!cm_valid(on, cm, "REQ", 0) || cm->want_len != ep->disc_len ||
-	    memcmp(cm->want, ep->disc, ep->disc_len)) {
-		vd_log("ofi: connection request refused (job key or discriminator)");
+	if (!cm_valid(on, cm, "REQ", 0)) {
+		vd_log("ofi: connection request without the job key refused");
 		return;
 	}
-	for (struct vd_list *l = ep->reqs.next; l != &ep->reqs; l = l->next)
+	li = listen_find(on, ep, cm->want, cm->want_len);
+	if (!li || !li->waiters) {
+		reply_no_match(on, cm);
+		return;
+	}
+	for (struct vd_list *l = li->reqs.next; l != &li->reqs; l = l->next)
 		n++;
 	r = n < MAX_QUEUED_REQS ? calloc(1, sizeof(*r)) : NULL;
 	if (!r)
 		return;
 	r->on = on;
 	r->cm = *cm;
-	vd_list_add(&ep->reqs, &r->link);
+	vd_list_add(&li->reqs, &r->link);
 	pthread_cond_broadcast(&on->cond);
 }
 
@@ -253,7 +285,7 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req))
 			c->hs_state = 2;
 		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req))
-			c->hs_state = 3;
+			c->hs_state = cm.reserved == VD_OFI_REJ_NO_MATCH ? 5 : 3;
 		else if (h->type == VD_OFI_CONN_CFM && cm_valid(on, &cm, "CFM", c->nonce_acc))
 			c->hs_state = 4;
 		if (c->hs_state != 1)
@@ -283,15 +315,15 @@ static uint64_t deadline_of(int timeout_ms)
 
 /* ---- listeners ------------------------------------------------------------------------------ */
 
-static struct vd_ofi_ep *listener_get(struct vd_ofi_nic *on, const uint8_t *disc, unsigned n,
-				      int *err)
+/* The listener endpoint of a port, opened on first use (on->lock held). */
+static struct vd_ofi_ep *port_ep(struct vd_ofi_nic *on, unsigned port, int *err)
 {
 	struct vd_ofi_ep *e;
-	char port[16];
+	char svc[16];
 
 	for (struct vd_list *l = on->listeners.next; l != &on->listeners; l = l->next) {
 		e = vd_container_of(l, struct vd_ofi_ep, link);
-		if (e->disc_len == n && !memcmp(e->disc, disc, n))
+		if (e->port == port)
 			return e;
 	}
 	e = calloc(1, sizeof(*e));
@@ -300,13 +332,11 @@ static struct vd_ofi_ep *listener_get(struct vd_ofi_nic *on, const uint8_t *disc
 		return NULL;
 	}
 	e->listener = true;
-	e->disc_len = (uint16_t)n;
-	memcpy(e->disc, disc, n);
-	vd_list_init(&e->reqs);
-	snprintf(port, sizeof(port), "%u", disc_port(disc, n));
-	*err = vd_ofi_ep_open(on, e, port);
+	e->port = port;
+	snprintf(svc, sizeof(svc), "%u", port);
+	*err = vd_ofi_ep_open(on, e, svc);
 	if (*err) {
-		vd_log("ofi: cannot listen on port %s: %s", port, strerror(-*err));
+		vd_log("ofi: cannot listen on port %s: %s", svc, strerror(-*err));
 		vd_ofi_ep_close(e);
 		free(e);
 		return NULL;
@@ -315,16 +345,46 @@ static struct vd_ofi_ep *listener_get(struct vd_ofi_nic *on, const uint8_t *disc
 	return e;
 }
 
+/* The discriminator's entry (on->lock held); several discriminators of
+ * one NIC may share a port's endpoint. */
+static struct vd_ofi_listen *listener_get(struct vd_ofi_nic *on, const uint8_t *disc,
+					  unsigned n, int *err)
+{
+	struct vd_ofi_listen *li = listen_find(on, NULL, disc, n);
+	struct vd_ofi_ep *e;
+
+	if (li)
+		return li;
+	e = port_ep(on, disc_port(disc, n), err);
+	li = e ? calloc(1, sizeof(*li)) : NULL;
+	if (!li) {
+		if (e)
+			*err = -ENOMEM;
+		return NULL;
+	}
+	li->ep = e;
+	li->disc_len = (uint16_t)n;
+	memcpy(li->disc, disc, n);
+	vd_list_init(&li->reqs);
+	vd_list_add(&on->listens, &li->link);
+	return li;
+}
+
 void vd_ofi_listeners_free(struct vd_ofi_nic *on)
 {
-	while (on->listeners.next != &on->listeners) {
-		struct vd_ofi_ep *e = vd_container_of(on->listeners.next, struct vd_ofi_ep, link);
-		vd_list_del(&e->link);
-		while (e->reqs.next != &e->reqs) {
-			struct vd_list *l = e->reqs.next;
+	while (on->listens.next != &on->listens) {
+		struct vd_ofi_listen *li = vd_container_of(on->listens.next, struct vd_ofi_listen, link);
+		vd_list_del(&li->link);
+		while (li->reqs.next != &li->reqs) {
+			struct vd_list *l = li->reqs.next;
 			vd_list_del(l);
 			free(vd_container_of(l, struct vd_conn_req, link));
 		}
+		free(li);
+	}
+	while (on->listeners.next != &on->listeners) {
+		struct vd_ofi_ep *e = vd_container_of(on->listeners.next, struct vd_ofi_ep, link);
+		vd_list_del(&e->link);
 		vd_ofi_ep_close(e);
 		free(e);
 	}
@@ -332,9 +392,9 @@ void vd_ofi_listeners_free(struct vd_ofi_nic *on)
 
 static bool has_req(void *arg)
 {
-	struct vd_ofi_ep *e = arg;
+	struct vd_ofi_listen *li = arg;
 
-	return e->reqs.next != &e->reqs;
+	return li->reqs.next != &li->reqs;
 }
 
 int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int timeout_ms,
@@ -342,18 +402,21 @@ int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int ti
 {
 	struct vd_ofi_nic *on = vd_ofi_nic(nic);
 	uint64_t deadline = deadline_of(timeout_ms);
-	struct vd_ofi_ep *e;
+	struct vd_ofi_listen *li;
 	int err = 0;
 
 	if (memcmp(local->HostAddress, on->host, VD_OFI_ADDR_LEN))
 		return -EINVAL;         /* not this host's address */
 	pthread_mutex_lock(&on->lock);
-	e = listener_get(on, local->HostAddress + local->HostAddressLen,
-			 local->DiscriminatorLen, &err);
-	if (e)
-		err = wait_until(on, has_req, e, deadline);
+	li = listener_get(on, local->HostAddress + local->HostAddressLen,
+			  local->DiscriminatorLen, &err);
+	if (li) {
+		li->waiters++;
+		err = wait_until(on, has_req, li, deadline);
+		li->waiters--;
+	}
 	if (!err) {
-		struct vd_list *l = e->reqs.next;
+		struct vd_list *l = li->reqs.next;
 		vd_list_del(l);
 		*req = vd_container_of(l, struct vd_conn_req, link);
 	}
@@ -521,8 +584,8 @@ int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 	pthread_mutex_lock(&on->lock);
 	if (!err)
 		err = wait_until(on, hs_moved, c, deadline_of(timeout_ms));
-	if (!err && atomic_load(&c->broken))
-		err = -ENOENT;          /* nobody listens there */
+	if (!err && (atomic_load(&c->broken) || c->hs_state == 5))
+		err = -ENOENT;          /* nobody listens or waits there */
 	else if (!err && c->hs_state == 3)
 		err = -ECONNREFUSED;
 	pthread_mutex_unlock(&on->lock);

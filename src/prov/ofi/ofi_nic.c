@@ -312,6 +312,10 @@ void vd_ofi_repost(struct vd_ofi_op *op)
 	struct vd_ofi_ep *e = op->ep;
 	int r;
 
+	if (!e) {               /* a detached copy (vd_ofi_detach) */
+		free(op);
+		return;
+	}
 	op->next = NULL;
 	do {
 		pthread_mutex_lock(&e->on->fab_lock);
@@ -320,6 +324,18 @@ void vd_ofi_repost(struct vd_ofi_op *op)
 	} while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
 	if (r && r != -FI_EAGAIN)
 		vd_log("ofi: fi_recv: %s", fi_strerror(-r));
+}
+
+struct vd_ofi_op *vd_ofi_detach(struct vd_ofi_op *op)
+{
+	struct vd_ofi_op *copy = malloc(sizeof(*copy) + op->len);
+
+	if (!copy)
+		return op;      /* keep the fabric's buffer a while longer */
+	memcpy(copy, op, sizeof(*copy) + op->len);
+	copy->ep = NULL;
+	vd_ofi_repost(op);
+	return copy;
 }
 
 /* Open an RDM endpoint on `service` (NULL: any port), buffers posted. */
@@ -377,12 +393,17 @@ struct vd_ofi_op *vd_ofi_tx_get(struct vd_ofi_nic *on)
 	if (op)
 		on->tx_free = op->next;
 	vd_unlock(&on->tx_lock);
-	if (!op)
+	if (!op) {
 		op = op_alloc();
-	if (op) {
-		op->kind = OP_TX;
-		op->next = NULL;
+		if (!op)
+			return NULL;
+		vd_lock(&on->tx_lock);
+		op->all_next = on->tx_all;
+		on->tx_all = op;
+		vd_unlock(&on->tx_lock);
 	}
+	op->kind = OP_TX;
+	op->next = NULL;
 	return op;
 }
 
@@ -404,7 +425,13 @@ static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
  * it can.  A message that waits more than VD_OFI_STUCK_NS while its peer
  * has been silent as long means the peer is gone (a dead process's
  * port refuses rxm's reconnection forever): the connection breaks. */
-#define VD_OFI_STUCK_NS 800000000ull
+#define VD_OFI_STUCK_NS 500000000ull
+/* ...and after this many of our own tries: a process that was not
+ * scheduled (a loaded machine) does not blame its peer for it. */
+#define VD_OFI_STUCK_TRIES 12u
+/* A connection request nobody takes within this: no listener there (a
+ * connection to a live port on a cluster network takes well under it). */
+#define VD_OFI_NO_LISTENER_NS 100000000ull
 
 /* Every libfabric call on the NIC's objects goes through fab_lock:
  * rxm's FI_THREAD_SAFE is not safe enough (a send racing fi_trywait's
@@ -424,6 +451,7 @@ static void backlog_add(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 {
 	op->next = NULL;
 	op->queued_ns = vd_now_ns();
+	op->tries = 0;
 	*on->bl_tail = op;
 	on->bl_tail = &op->next;
 }
@@ -449,7 +477,9 @@ static bool stuck(const struct vd_ofi_op *op, uint64_t now)
 {
 	const struct vd_ofi_conn *c = op->conn;
 
-	return now - op->queued_ns > VD_OFI_STUCK_NS &&
+	if (((const struct vd_ofi_hdr *)op->buf)->type == VD_OFI_CONN_REQ)
+		return now - op->queued_ns > VD_OFI_NO_LISTENER_NS && op->tries >= 4;
+	return now - op->queued_ns > VD_OFI_STUCK_NS && op->tries >= VD_OFI_STUCK_TRIES &&
 	       (!c || now - atomic_load(&c->last_rx_ns) > VD_OFI_STUCK_NS);
 }
 
@@ -466,7 +496,7 @@ static void backlog_flush(struct vd_ofi_nic *on)
 		int r = op->conn && atomic_load(&op->conn->broken) ? -FI_ECANCELED :
 			fab_send(on, op, op->post_len, op->to);
 
-		if (r == -FI_EAGAIN && !stuck(op, now))
+		if (r == -FI_EAGAIN && (op->tries++, !stuck(op, now)))
 			break;
 		on->bl_head = op->next;
 		if (!on->bl_head)
@@ -706,17 +736,27 @@ static void fd_wait(struct vd_ofi_nic *on, uint64_t deadline_ns, bool service)
 	}
 }
 
-/* Take the progress lock from an application thread (no queue lock
- * held): the service thread, which may sit in poll() with it for up to
- * 50 ms, is rung out and stays away while `want` is set. */
-void vd_ofi_progress_lock(struct vd_ofi_nic *on)
+/* Ring the service thread out of its poll() (it then keeps away while
+ * `want` is set). */
+static void preempt_service(struct vd_ofi_nic *on)
 {
 	uint64_t one = 1;
 
-	atomic_fetch_add(&on->want, 1);
+	/* Seq_cst load: pairs with fd_wait's store of svc_polling (see
+	 * there). */
 	if (atomic_load(&on->svc_polling))
 		(void)!write(on->preempt_fd, &one, sizeof(one));
-	vd_lock(&on->progress);
+}
+
+/* Take the progress lock from an application thread (no queue lock
+ * held), sleeping between tries, never spinning on it. */
+void vd_ofi_progress_lock(struct vd_ofi_nic *on)
+{
+	atomic_fetch_add(&on->want, 1);
+	while (!vd_trylock(&on->progress)) {
+		preempt_service(on);
+		vd_ofi_wait(on, vd_now_ns() + 1000000);
+	}
 	atomic_fetch_sub(&on->want, 1);
 }
 
@@ -733,7 +773,9 @@ static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool bl
 		backlog_flush(on);
 	retry_kicks(on);
 	vd_unlock(&on->progress);
-	if (n)
+	/* Also when nothing arrived: a thread that rang us out waits for
+	 * this to try the lock again. */
+	if (n || atomic_load(&on->want))
 		vd_futex_bump(&on->events);
 }
 
@@ -745,14 +787,13 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 	}
 	if (!block)
 		return;
-	if (atomic_load(&on->svc_polling)) {
-		/* The service thread idles with the lock: we wait here, so
-		 * we progress ourselves (no hand-off through a wake-up). */
-		vd_ofi_progress_lock(on);
-		progress_locked(on, deadline_ns, block, false);
-		return;
-	}
+	/* Someone progresses for everybody; if it is the service thread
+	 * idling in poll(), ring it out so that the next try is ours (no
+	 * hand-off through a wake-up on the next message). */
+	atomic_fetch_add(&on->want, 1);
+	preempt_service(on);
 	vd_ofi_wait(on, deadline_ns);
+	atomic_fetch_sub(&on->want, 1);
 }
 
 /* The service thread's pass: only when no application thread wants it. */
@@ -853,6 +894,7 @@ int vd_ofi_nic_open(struct vd_nic *nic, const char *spec)
 	pthread_mutex_init(&on->fab_lock, NULL);
 	pthread_cond_init(&on->cond, NULL);
 	vd_list_init(&on->listeners);
+	vd_list_init(&on->listens);
 	vd_lock_init(&on->progress);
 	vd_lock_init(&on->tx_lock);
 	vd_lock_init(&on->bl_lock);
@@ -892,14 +934,11 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 		fi_close(&on->fabric->fid);
 	if (on->info)
 		fi_freeinfo(on->info);
-	while (on->bl_head) {
-		struct vd_ofi_op *op = on->bl_head;
-		on->bl_head = op->next;
-		free(op);
-	}
-	while (on->tx_free) {
-		struct vd_ofi_op *op = on->tx_free;
-		on->tx_free = op->next;
+	/* Every send op, wherever it was (free, in the backlog, posted to
+	 * the endpoint just closed). */
+	while (on->tx_all) {
+		struct vd_ofi_op *op = on->tx_all;
+		on->tx_all = op->all_next;
 		free(op);
 	}
 	for (uint32_t i = 0; i < on->nconns; i++)

@@ -125,10 +125,17 @@ static int post_chunks(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq,
 	VIP_ADDRESS_SEGMENT *as = (VIP_ADDRESS_SEGMENT *)vd_desc_seg(d, 0);
 	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
 	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
+	uint32_t flow = !rdma && (atomic_load(&c->vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL) ?
+			VD_OFI_F_FLOW : 0;
 
 	do {
 		uint64_t n = total - c->tx_off < VD_OFI_EAGER_MAX ? total - c->tx_off :
 			     VD_OFI_EAGER_MAX;
+
+		/* A bounded amount in flight; the rest when completions
+		 * come back (apply_tx resumes at tx_off). */
+		if (atomic_load(&c->chunks_out) >= VD_OFI_CHUNKS_OUT)
+			return -EAGAIN;
 		struct vd_ofi_hdr h;
 		bool last = c->tx_off + n == total;
 
@@ -142,14 +149,19 @@ static int post_chunks(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq,
 			h.a = c->tx_off;
 			h.b = total;
 		}
-		h.flags = last ? VD_OFI_F_LAST : 0;
+		h.flags = flow | (last ? VD_OFI_F_LAST : 0);
+		if (last && !rdma && t->wants_done)
+			h.flags |= VD_OFI_F_ACK;
 		if (last && imm) {
 			h.flags |= VD_OFI_F_IMM;
 			h.imm = d->CS.ImmediateData;
 		}
+		atomic_fetch_add(&c->chunks_out, 1);
 		int err = send_chunk(c, &h, d, first, c->tx_off, (size_t)n, seq % VD_OFI_TX_WINDOW);
-		if (err)
+		if (err) {
+			atomic_fetch_sub(&c->chunks_out, 1);
 			return err;
+		}
 		t->chunks++;
 		c->tx_off += n;
 	} while (c->tx_off < total);
@@ -175,8 +187,10 @@ static int post_read(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, uin
 	memcpy(op->buf, &h, sizeof(h));
 	op->conn = c;
 	op->tx_slot = seq % VD_OFI_TX_WINDOW + 1;
+	atomic_fetch_add(&c->chunks_out, 1);    /* on_tx_done counts it back */
 	int err = vd_ofi_post(c->on, op, sizeof(h), c->peer);
 	if (err) {
+		atomic_fetch_sub(&c->chunks_out, 1);
 		vd_ofi_tx_put(c->on, op);
 		return err;
 	}
@@ -203,7 +217,12 @@ static int post_one(struct vd_vi *vi, struct vd_ofi_conn *c)
 			t->posted = true;
 			return 0;
 		}
-		t->wants_done = rdma;
+		/* RDMA, reliable reception and flow control complete when
+		 * the target says so. */
+		t->wants_done = rdma ||
+			vi->attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION ||
+			(atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL);
+		t->bytes = total;
 	} else {
 		(void)vd_desc_check_segs(vi, d, rdma ? 1 : 0, &total);
 	}
@@ -223,6 +242,8 @@ static void post_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 	while (c->tx_posted < vi->sq.tail && c->tx_posted - vi->sq.done < VD_OFI_TX_WINDOW &&
 	       !atomic_load(&c->broken)) {
 		int err = post_one(vi, c);
+		if (err == -EAGAIN)
+			return;         /* chunks in flight: resumed on completion */
 		if (err) {
 			vd_log("ofi: posting a send failed: %s", strerror(-err));
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
@@ -233,9 +254,28 @@ static void post_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 	}
 }
 
+static void count_send(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t bytes)
+{
+	switch (d->CS.Control & VIP_CONTROL_OP_MASK) {
+	case VIP_CONTROL_OP_RDMAWRITE:
+		vi->stats.rdma_writes++;
+		vi->stats.rdma_bytes += bytes;
+		break;
+	case VIP_CONTROL_OP_RDMAREAD:
+		vi->stats.rdma_reads++;
+		vi->stats.rdma_bytes += bytes;
+		break;
+	default:
+		vi->stats.send_bytes += bytes;
+		vi->stats.pio_sends++;          /* every byte goes in a message */
+	}
+}
+
 /* Complete finished descriptors, in order. */
 static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
+	vi->stats.dropped_sends += atomic_exchange(&c->dropped, 0);
+	vi->stats.deferred_sends += atomic_exchange(&c->deferred, 0);
 	while (vi->sq.done < c->tx_posted) {
 		struct vd_ofi_tx *t = &c->tx[(uint32_t)vi->sq.done % VD_OFI_TX_WINDOW];
 		uint32_t st;
@@ -253,6 +293,8 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		st = st ? st - 1 : 0;
 		t->posted = false;
 		t->chunks = 0;
+		if (!st)
+			count_send(vi, vd_wq_at(&vi->sq, vi->sq.done), t->bytes);
 		if (st == VIP_STATUS_RDMA_PROT_ERROR)
 			vi->stats.protection_errors++;
 		vd_wq_complete_send(vi, st);
@@ -304,6 +346,15 @@ static uint64_t recv_capacity(struct vd_vi *vi, VIP_DESCRIPTOR *d)
 	return cap;
 }
 
+static uint64_t recv_declared(VIP_DESCRIPTOR *d)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++)
+		sum += vd_desc_seg(d, i)->Length;
+	return sum;
+}
+
 /* Scatter n bytes at offset off of the message into d's segments. */
 static void scatter(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
 {
@@ -334,6 +385,14 @@ static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 {
 	VIP_DESCRIPTOR *d = front_recv(vi);
 
+	if (!d && (h->flags & VD_OFI_F_FLOW)) {
+		/* The sender waits for a receive: keep the message. */
+		if (c->rx_deferred != h->seq + 1) {
+			c->rx_deferred = h->seq + 1;
+			send_ctl(c, VD_OFI_DEFERRED, h->seq, 0);
+		}
+		return -EAGAIN;
+	}
 	c->rx_active = true;
 	c->rx_drop = false;
 	c->rx_seq = h->seq;
@@ -344,12 +403,13 @@ static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
 		return -ENOSPC;
 	}
-	vi->stats.dropped_sends++;
+	send_ctl(c, VD_OFI_DROPPED, h->seq, 0);   /* for the sender's stats */
 	c->rx_drop = true;
 	return 0;
 }
 
-static void rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+/* false: kept for later (flow control, no receive yet). */
+static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
 		    const uint8_t *p)
 {
 	VIP_DESCRIPTOR *d;
@@ -357,26 +417,30 @@ static void rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 	if (!c->rx_active) {
 		if (h->a != 0 || h->b > VD_MAX_TRANSFER) {
 			rx_fail(c, VIP_ERROR_CONN_LOST);
-			return;
+			return true;
 		}
-		if (rx_start(vi, c, h))
-			return;
+		int err = rx_start(vi, c, h);
+		if (err)
+			return err != -EAGAIN;
 	}
 	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len) {
 		vd_log("ofi: send chunk out of sequence (seq %u/%u, offset %llu/%llu)",
 		       h->seq, c->rx_seq, (unsigned long long)h->a,
 		       (unsigned long long)c->rx_got);
 		rx_fail(c, VIP_ERROR_CONN_LOST);    /* not what this peer sent */
-		return;
+		return true;
 	}
 	d = c->rx_drop ? NULL : front_recv(vi);
 	if (d && c->rx_got == 0 && recv_capacity(vi, d) < h->b) {
-		vd_wq_complete_recv(vi, VIP_STATUS_LENGTH_ERROR, 0, 0, true);
+		/* Longer than the descriptor: length error; longer than its
+		 * registered memory only: protection error.  Nothing lands. */
+		vd_wq_complete_recv(vi, h->b > recv_declared(d) ? VIP_STATUS_LENGTH_ERROR :
+				    VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
 		c->rx_drop = true;
 		d = NULL;
 		if (reliable(vi)) {
 			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-			return;
+			return true;
 		}
 	}
 	if (d) {
@@ -386,11 +450,14 @@ static void rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 	}
 	c->rx_got += h->len;
 	if (!(h->flags & VD_OFI_F_LAST))
-		return;
+		return true;
 	c->rx_active = false;
 	if (d)
 		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
 				    (uint32_t)h->b, h->imm, true);
+	if (h->flags & VD_OFI_F_ACK)
+		send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	return true;
 }
 
 /* The target VI's own permission, then the region's. */
@@ -521,15 +588,15 @@ static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 	atomic_store(&c->kick, true);   /* apply_tx completes it */
 }
 
-static void rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op)
+/* false: the message stays at the head of the queue for now. */
+static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op)
 {
 	const struct vd_ofi_hdr *h = (const void *)op->buf;
 	const uint8_t *p = op->buf + sizeof(*h);
 
 	switch (h->type) {
 	case VD_OFI_SEND:
-		rx_send(vi, c, h, p);
-		break;
+		return rx_send(vi, c, h, p);
 	case VD_OFI_RDMAW:
 		rx_rdmaw(vi, c, h, p);
 		break;
@@ -549,9 +616,28 @@ static void rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 	case VD_OFI_DISC:
 		vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
 		break;
+	case VD_OFI_DROPPED:
+		atomic_fetch_add(&c->dropped, 1);
+		atomic_store(&c->kick, true);
+		break;
+	case VD_OFI_DEFERRED:
+		atomic_fetch_add(&c->deferred, 1);
+		atomic_store(&c->kick, true);
+		break;
 	default:
 		break;          /* KEEPALIVE */
 	}
+	return true;
+}
+
+static struct vd_ofi_op *in_peek(struct vd_ofi_conn *c)
+{
+	struct vd_ofi_op *op;
+
+	vd_lock(&c->in_lock);
+	op = c->in_head;
+	vd_unlock(&c->in_lock);
+	return op;
 }
 
 static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
@@ -562,6 +648,7 @@ static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
 	op = c->in_head;
 	if (op) {
 		c->in_head = op->next;
+		c->in_len--;
 		if (!c->in_head)
 			c->in_tail = &c->in_head;
 	}
@@ -575,9 +662,11 @@ static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 
 	if (vi->conn != c)
 		return;
-	while ((op = in_pop(c))) {
-		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
-			rx_one(vi, c, op);
+	while ((op = in_peek(c))) {
+		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED &&
+		    !rx_one(vi, c, op))
+			return;         /* waits for a receive (flow control) */
+		in_pop(c);
 		vd_ofi_repost(op);
 	}
 }
@@ -649,12 +738,30 @@ void vd_ofi_in_order(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 	}
 }
 
+/* Messages a connection may keep in the fabric's receive buffers while
+ * its application does not take them; later ones are copied out, so one
+ * idle VI cannot starve the endpoint (and rxm's flow) of buffers. */
+#define IN_KEEP 4u
+
 void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 {
+	const struct vd_ofi_hdr *h = (const void *)op->buf;
+	uint32_t n;
+
+	if (h->type == VD_OFI_KEEPALIVE) {
+		vd_ofi_repost(op);      /* it said all it had to say */
+		return;
+	}
+	vd_lock(&c->in_lock);
+	n = c->in_len;
+	vd_unlock(&c->in_lock);
+	if (n >= IN_KEEP)
+		op = vd_ofi_detach(op);
 	op->next = NULL;
 	vd_lock(&c->in_lock);
 	*c->in_tail = op;
 	c->in_tail = &op->next;
+	c->in_len++;
 	vd_unlock(&c->in_lock);
 	vd_ofi_kick(c);
 }
@@ -663,6 +770,7 @@ void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err)
 {
 	struct vd_ofi_tx *t = &c->tx[slot % VD_OFI_TX_WINDOW];
 
+	atomic_fetch_sub(&c->chunks_out, 1);
 	if (err)
 		atomic_fetch_add(&t->failed, 1);
 	atomic_fetch_add(&t->sent, 1);
