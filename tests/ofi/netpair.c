@@ -183,6 +183,11 @@ static int client(const char *host, const char *disc)
 	for (unsigned i = 0; i < NSIZES; i++) {
 		fill(s.buf, sizes[i], i);
 		OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf + BUF / 2, 64), s.dh));
+		/* The server sends its handle right after the last ack: the
+		 * receive for it must be there first (reliable delivery). */
+		if (i == NSIZES - 1)
+			OK(VipPostRecv(s.vi, desc(&s, 2, VIP_CONTROL_OP_SENDRECV, s.buf + BUF - 64,
+						 64), s.dh));
 		send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf, sizes[i]), 0);
 		VIP_RETURN r_ = VipRecvWait(s.vi, TIMEOUT, &o);     /* the ack */
 		if (r_ != VIP_SUCCESS) {
@@ -190,10 +195,9 @@ static int client(const char *host, const char *disc)
 			exit(1);
 		}
 	}
-	OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf, BUF), s.dh));
-	OK(VipRecvWait(s.vi, TIMEOUT, &o));
-	memcpy(&rh, s.buf, sizeof(rh));
-	memcpy(&raddr, s.buf + 8, sizeof(raddr));
+	OK(VipRecvWait(s.vi, TIMEOUT, &o));     /* the handle */
+	memcpy(&rh, s.buf + BUF - 64, sizeof(rh));
+	memcpy(&raddr, s.buf + BUF - 56, sizeof(raddr));
 	/* RDMA write 4 KiB to the start of its buffer. */
 	fill(s.buf, 4096, 3);
 	d = desc(&s, 1, VIP_CONTROL_OP_RDMAWRITE, NULL, 0);
