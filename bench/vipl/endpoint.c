@@ -58,6 +58,13 @@ static int ep_addresses(struct ep *e, enum role role, uint32_t job)
 		return vip_fail("VipNSGetHostByName(localhost)", r);
 	memcpy(e->peer, e->self, sizeof(VIP_NET_ADDRESS) +
 	       e->self->HostAddressLen);
+	/* The server on another host (BENCH_SERVER_HOST, with
+	 * BENCH_NETNS_CLIENT): the client asks the name service for it. */
+	if (role == ROLE_CLIENT && getenv("BENCH_SERVER_HOST")) {
+		r = VipNSGetHostByName(e->nic, getenv("BENCH_SERVER_HOST"), e->peer, 0);
+		if (r != VIP_SUCCESS)
+			return vip_fail("VipNSGetHostByName(BENCH_SERVER_HOST)", r);
+	}
 	set_discriminator(e->self, job, role);
 	set_discriminator(e->peer, job, role == ROLE_SERVER ? ROLE_CLIENT
 							    : ROLE_SERVER);

@@ -4,6 +4,7 @@
  * fork, CPU pinning, failure reporting and the watchdog.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -160,9 +161,27 @@ static void reset_shared(void)
 	server_err[0] = 0;
 }
 
+/* BENCH_NETNS_CLIENT=/run/netns/NAME: the client runs on another host, a
+ * network namespace (bench/vipl/hosts.sh). */
+static void enter_client_netns(void)
+{
+	const char *ns = getenv("BENCH_NETNS_CLIENT");
+	int fd;
+
+	if (!ns || !*ns)
+		return;
+	fd = open(ns, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		fprintf(stderr, "bench_vipl: cannot enter %s: %s\n", ns, strerror(errno));
+		_exit(1);
+	}
+	close(fd);
+}
+
 static void run_child(int (*client)(void *), void *arg, unsigned limit_s)
 {
 	is_child = true;
+	enter_client_netns();
 	/* Die with the parent, and on our own if the job overruns. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	signal(SIGALRM, SIG_DFL);

@@ -49,6 +49,7 @@
 #define VD_OFI_RX_BUFS 64           /* receive buffers per endpoint */
 #define VD_OFI_TX_WINDOW 64         /* sends in flight per VI */
 #define VD_OFI_CHUNKS_OUT 32        /* chunks in flight per VI (1 MiB) */
+#define VD_OFI_MAX_PEERS 65536u     /* AV entries we track liveness for */
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
 
@@ -172,6 +173,19 @@ struct vd_ofi_listen {
 };
 #define VD_OFI_REJ_NO_MATCH 1u      /* vd_ofi_cm.reserved of a REJ */
 
+/* A VipConnectPeerRequest in progress.  Of the two sides, the one with
+ * the larger (host, discriminator) requests, the other accepts. */
+struct vd_ofi_peer {
+	struct vd_list link;        /* vd_ofi_nic.peers */
+	struct vd_vi *vi;
+	bool requester;
+	uint64_t deadline_ns;       /* 0: none */
+	uint8_t local[sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + VD_OFI_MAX_DISC];
+	uint8_t remote[sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + VD_OFI_MAX_DISC];
+	struct vd_ofi_listen *li;   /* accepter: where the request comes */
+	struct vd_list reqs;        /* accepter: the request, once here */
+};
+
 struct vd_ofi_nic {
 	struct vd_nic *nic;
 	struct fi_info *info;
@@ -194,8 +208,13 @@ struct vd_ofi_nic {
 	pthread_cond_t cond;        /* handshake progress (with lock) */
 	struct vd_list listeners;   /* struct vd_ofi_ep */
 	struct vd_list listens;     /* struct vd_ofi_listen */
+	struct vd_list peers;       /* struct vd_ofi_peer */
 	struct vd_ofi_conn **conns; /* by index; NULL = free */
 	uint32_t nconns;
+	uint32_t conns_hwm;
+	_Atomic uint64_t *peer_rx_ns;  /* by fi_addr (AV table index): when
+	                                * anything last came from that peer
+	                                * process, on any connection */         /* under lock (read atomically): indices used */
 	vd_lock_t tx_lock;          /* tx_free */
 	vd_lock_t bl_lock;          /* the backlog (ofi_nic.c) */
 	struct vd_ofi_op *bl_head, **bl_tail;
@@ -204,6 +223,7 @@ struct vd_ofi_nic {
 
 	vd_lock_t progress;         /* who reads the fabric CQ */
 	_Atomic uint32_t want;      /* application threads waiting for it */
+	_Atomic uint64_t app_poll_ns;  /* when an application thread last polled */
 	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
 	                             * holding it */
 	int preempt_fd;             /* eventfd: rings the service thread out */
@@ -310,6 +330,9 @@ void *vd_ofi_local_desc(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
 /* Progress: read the fabric CQ until empty (and wait up to deadline_ns
  * for something when `block`).  Returns with nothing held. */
 void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block);
+/* One non-blocking pass if nobody else is progressing (callable with a
+ * queue lock held: busy-polling *Done calls progress this way). */
+void vd_ofi_poll(struct vd_ofi_nic *on);
 /* Take the progress lock, ringing the service thread out of its poll;
  * only with no queue lock held. */
 void vd_ofi_progress_lock(struct vd_ofi_nic *on);
@@ -344,6 +367,9 @@ void vd_ofi_connect_reject(struct vd_conn_req *req);
 int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 			   const VIP_NET_ADDRESS *remote, int timeout_ms,
 			   VIP_VI_ATTRIBUTES *remote_attrs);
+int vd_ofi_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
+			const VIP_NET_ADDRESS *remote, int timeout_ms);
+int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *remote_attrs);
 void vd_ofi_disconnect(struct vd_vi *vi);
 void vd_ofi_listeners_free(struct vd_ofi_nic *on);
 /* A control message (handshake) arrived; consumes nothing. */

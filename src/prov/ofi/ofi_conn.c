@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prov/ofi/ofi.h"
 
@@ -60,14 +61,15 @@ static struct vd_ofi_conn *conn_new(struct vd_ofi_nic *on, struct vd_vi *vi)
 	pthread_mutex_lock(&on->lock);
 	/* Indices are never reused within a NIC: a stale message or
 	 * completion can only find its own connection. */
-	for (c->idx = 0; c->idx < on->nconns && on->conns[c->idx]; c->idx++)
-		;
+	c->idx = on->conns_hwm;
 	if (c->idx == on->nconns) {
 		pthread_mutex_unlock(&on->lock);
 		free(c);
 		return NULL;
 	}
-	on->conns[c->idx] = c;
+	/* Release: pairs with retry_kicks()'s acquire load. */
+	__atomic_store_n(&on->conns[c->idx], c, __ATOMIC_RELEASE);
+	__atomic_store_n(&on->conns_hwm, c->idx + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&on->lock);
 	return c;
 }
@@ -109,7 +111,7 @@ static void report_breaks(struct vd_ofi_nic *on)
 		uint32_t code = 0;
 
 		pthread_mutex_lock(&on->lock);
-		for (uint32_t i = 0; i < on->nconns && !vi; i++) {
+		for (uint32_t i = 0; i < on->conns_hwm && !vi; i++) {
 			struct vd_ofi_conn *c = on->conns[i];
 			if (c && c->vi && atomic_load(&c->broken) && !atomic_load(&c->dead) &&
 			    c->hs_state == 4 && !atomic_exchange(&c->reported, true)) {
@@ -130,7 +132,7 @@ void vd_ofi_keepalive(struct vd_ofi_nic *on)
 	uint64_t limit = param("VIADUCT_OFI_TIMEOUT_MS", 10000) * 1000000ull;
 
 	pthread_mutex_lock(&on->lock);
-	for (uint32_t i = 0; i < on->nconns; i++) {
+	for (uint32_t i = 0; i < on->conns_hwm; i++) {
 		struct vd_ofi_conn *c = on->conns[i];
 		if (!c || c->hs_state != 4 || atomic_load(&c->broken) || atomic_load(&c->dead))
 			continue;
@@ -236,6 +238,37 @@ static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req)
 	(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, req->conn, req->token, &cm);
 }
 
+static const uint8_t *disc_of(const VIP_NET_ADDRESS *a)
+{
+	return a->HostAddress + a->HostAddressLen;
+}
+
+/* A request from the peer a VipConnectPeerRequest of ours waits for
+ * (on->lock held): queued for it.  True if taken. */
+static bool peer_take(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_cm *cm)
+{
+	for (struct vd_list *l = on->peers.next; l != &on->peers; l = l->next) {
+		struct vd_ofi_peer *p = vd_container_of(l, struct vd_ofi_peer, link);
+		const VIP_NET_ADDRESS *lo = (const void *)p->local, *re = (const void *)p->remote;
+		struct vd_conn_req *r;
+
+		if (p->requester || p->li->ep != ep || cm->want_len != lo->DiscriminatorLen ||
+		    memcmp(cm->want, disc_of(lo), lo->DiscriminatorLen) ||
+		    memcmp(cm->host, re->HostAddress, VD_OFI_ADDR_LEN) ||
+		    cm->disc_len != re->DiscriminatorLen ||
+		    memcmp(cm->disc, disc_of(re), re->DiscriminatorLen))
+			continue;
+		if (p->reqs.next != &p->reqs || !(r = calloc(1, sizeof(*r))))
+			return true;            /* a repeat, or no memory: drop */
+		r->on = on;
+		r->cm = *cm;
+		vd_list_add(&p->reqs, &r->link);
+		pthread_cond_broadcast(&on->cond);
+		return true;
+	}
+	return false;
+}
+
 /* on->lock held. */
 static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_cm *cm)
 {
@@ -247,6 +280,8 @@ static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_
 		vd_log("ofi: connection request without the job key refused");
 		return;
 	}
+	if (peer_take(on, ep, cm))
+		return;
 	li = listen_find(on, ep, cm->want, cm->want_len);
 	if (!li || !li->waiters) {
 		reply_no_match(on, cm);
@@ -627,4 +662,148 @@ void vd_ofi_disconnect(struct vd_vi *vi)
 	vd_unlock(&c->on->progress);
 	vi->conn = NULL;
 	c->vi = NULL;
+}
+
+/* ---- peer-to-peer ------------------------------------------------------------------------------ */
+
+static int addr_cmp(const VIP_NET_ADDRESS *a, const VIP_NET_ADDRESS *b)
+{
+	int c = memcmp(a->HostAddress, b->HostAddress, VD_OFI_ADDR_LEN);
+	unsigned n = a->DiscriminatorLen < b->DiscriminatorLen ? a->DiscriminatorLen :
+		     b->DiscriminatorLen;
+
+	if (!c)
+		c = memcmp(disc_of(a), disc_of(b), n);
+	if (!c)
+		c = (int)a->DiscriminatorLen - (int)b->DiscriminatorLen;
+	return c;
+}
+
+static size_t addr_bytes(const VIP_NET_ADDRESS *a)
+{
+	return sizeof(*a) + a->HostAddressLen + a->DiscriminatorLen;
+}
+
+static struct vd_ofi_peer *peer_of(struct vd_ofi_nic *on, struct vd_vi *vi)
+{
+	for (struct vd_list *l = on->peers.next; l != &on->peers; l = l->next) {
+		struct vd_ofi_peer *p = vd_container_of(l, struct vd_ofi_peer, link);
+		if (p->vi == vi)
+			return p;
+	}
+	return NULL;
+}
+
+static void peer_free(struct vd_ofi_peer *p)
+{
+	vd_list_del(&p->link);
+	while (p->reqs.next != &p->reqs) {
+		struct vd_list *l = p->reqs.next;
+		vd_list_del(l);
+		free(vd_container_of(l, struct vd_conn_req, link));
+	}
+	free(p);
+}
+
+int vd_ofi_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
+			const VIP_NET_ADDRESS *remote, int timeout_ms)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
+	int c = addr_cmp(local, remote), err = 0;
+	struct vd_ofi_peer *p;
+
+	if (!c || memcmp(local->HostAddress, on->host, VD_OFI_ADDR_LEN))
+		return -EINVAL;         /* ourselves, or not this host */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->vi = vi;
+	p->requester = c > 0;
+	p->deadline_ns = deadline_of(timeout_ms);
+	memcpy(p->local, local, addr_bytes(local));
+	memcpy(p->remote, remote, addr_bytes(remote));
+	vd_list_init(&p->reqs);
+	pthread_mutex_lock(&on->lock);
+	if (!p->requester)
+		p->li = listener_get(on, disc_of(local), local->DiscriminatorLen, &err);
+	if (!err)
+		vd_list_add(&on->peers, &p->link);
+	pthread_mutex_unlock(&on->lock);
+	if (err)
+		free(p);
+	return err;
+}
+
+static bool peer_has_req(void *arg)
+{
+	struct vd_ofi_peer *p = arg;
+
+	return p->reqs.next != &p->reqs;
+}
+
+/* The accepting side: the request, then the usual accept. */
+static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
+		       VIP_VI_ATTRIBUTES *ra)
+{
+	struct vd_conn_req *r;
+	int err = wait_until(on, peer_has_req, p, until);
+
+	if (err)
+		return err;
+	r = vd_container_of(p->reqs.next, struct vd_conn_req, link);
+	vd_list_del(&r->link);
+	peer_attrs(&r->cm, ra);
+	pthread_mutex_unlock(&on->lock);
+	err = vd_ofi_connect_accept(r, p->vi);
+	pthread_mutex_lock(&on->lock);
+	return err;
+}
+
+/* The requesting side: a request now and then until the other side
+ * waits for it (NO_MATCH before that). */
+static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
+			VIP_VI_ATTRIBUTES *ra)
+{
+	const VIP_NET_ADDRESS *lo = (const void *)p->local, *re = (const void *)p->remote;
+	int err;
+
+	do {
+		pthread_mutex_unlock(&on->lock);
+		err = vd_ofi_connect_request(p->vi, lo, re, 200, ra);
+		pthread_mutex_lock(&on->lock);
+		if (err != -ENOENT && err != -ETIMEDOUT)
+			return err;
+		if (until && vd_now_ns() + 10000000 >= until)
+			return -ETIMEDOUT;
+		pthread_mutex_unlock(&on->lock);
+		usleep(10000);
+		pthread_mutex_lock(&on->lock);
+	} while (1);
+}
+
+int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *ra)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
+	uint64_t until = deadline_of(timeout_ms);
+	struct vd_ofi_peer *p;
+	int err;
+
+	pthread_mutex_lock(&on->lock);
+	p = peer_of(on, vi);
+	if (!p) {
+		pthread_mutex_unlock(&on->lock);
+		return -EINVAL;
+	}
+	/* The request's own deadline bounds every wait. */
+	if (p->deadline_ns && (!until || p->deadline_ns < until))
+		until = p->deadline_ns;
+	if (timeout_ms == 0)
+		until = vd_now_ns() + 1000000;  /* PeerDone: a short look */
+	err = p->requester ? peer_connect(on, p, until, ra) : peer_accept(on, p, until, ra);
+	if (err == -ETIMEDOUT && (!p->deadline_ns || vd_now_ns() < p->deadline_ns))
+		err = -EINPROGRESS;     /* the request itself has time left */
+	if (err != -EINPROGRESS)
+		peer_free(p);
+	pthread_mutex_unlock(&on->lock);
+	return err;
 }

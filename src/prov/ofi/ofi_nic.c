@@ -473,14 +473,26 @@ int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr
 	return r ? -EIO : 0;
 }
 
-static bool stuck(const struct vd_ofi_op *op, uint64_t now)
+/* When we last heard from the process behind `to` (any connection). */
+static uint64_t peer_heard(const struct vd_ofi_nic *on, const struct vd_ofi_op *op)
 {
-	const struct vd_ofi_conn *c = op->conn;
+	uint64_t t = op->conn ? atomic_load(&op->conn->last_rx_ns) : 0;
+
+	if (op->to < VD_OFI_MAX_PEERS) {
+		uint64_t p = atomic_load_explicit(&on->peer_rx_ns[op->to], memory_order_relaxed);
+		if (p > t)
+			t = p;
+	}
+	return t;
+}
+
+static bool stuck(const struct vd_ofi_nic *on, const struct vd_ofi_op *op, uint64_t now)
+{
 
 	if (((const struct vd_ofi_hdr *)op->buf)->type == VD_OFI_CONN_REQ)
 		return now - op->queued_ns > VD_OFI_NO_LISTENER_NS && op->tries >= 4;
 	return now - op->queued_ns > VD_OFI_STUCK_NS && op->tries >= VD_OFI_STUCK_TRIES &&
-	       (!c || now - atomic_load(&c->last_rx_ns) > VD_OFI_STUCK_NS);
+	       now - peer_heard(on, op) > VD_OFI_STUCK_NS;
 }
 
 /* Post what the fabric takes now; fail what belongs to a broken
@@ -496,7 +508,7 @@ static void backlog_flush(struct vd_ofi_nic *on)
 		int r = op->conn && atomic_load(&op->conn->broken) ? -FI_ECANCELED :
 			fab_send(on, op, op->post_len, op->to);
 
-		if (r == -FI_EAGAIN && (op->tries++, !stuck(op, now)))
+		if (r == -FI_EAGAIN && (op->tries++, !stuck(on, op, now)))
 			break;
 		on->bl_head = op->next;
 		if (!on->bl_head)
@@ -622,6 +634,8 @@ static void on_rx(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 		return;
 	}
 	atomic_store_explicit(&c->last_rx_ns, vd_now_ns(), memory_order_relaxed);
+	if (c->peer < VD_OFI_MAX_PEERS)
+		atomic_store_explicit(&on->peer_rx_ns[c->peer], vd_now_ns(), memory_order_relaxed);
 	vd_ofi_in_order(c, op);         /* keeps op until it is placed */
 }
 
@@ -692,10 +706,11 @@ static void retry_kicks(struct vd_ofi_nic *on)
 		return;
 	/* Connections are freed only with the NIC: no lock while kicking
 	 * (a kick sends, and sending takes locks of its own). */
-	for (uint32_t i = 0; i < on->nconns; i++) {
-		pthread_mutex_lock(&on->lock);
-		struct vd_ofi_conn *c = on->conns[i];
-		pthread_mutex_unlock(&on->lock);
+	uint32_t n = __atomic_load_n(&on->conns_hwm, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n; i++) {
+		/* Acquire: pairs with conn_new()'s release store. */
+		struct vd_ofi_conn *c = __atomic_load_n(&on->conns[i], __ATOMIC_ACQUIRE);
 		if (c && atomic_load(&c->kick))
 			vd_ofi_kick(c);
 	}
@@ -779,6 +794,18 @@ static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool bl
 		vd_futex_bump(&on->events);
 }
 
+void vd_ofi_poll(struct vd_ofi_nic *on)
+{
+	/* Relaxed: a hint for the service thread to stay away. */
+	atomic_store_explicit(&on->app_poll_ns, vd_now_ns(), memory_order_relaxed);
+	/* Safe with a queue lock held: the engine only ever trylocks
+	 * queue locks, and nobody waits for the progress lock holding one. */
+	if (vd_trylock(&on->progress))
+		progress_locked(on, 0, false, false);
+	else
+		preempt_service(on);
+}
+
 void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 {
 	if (vd_trylock(&on->progress)) {
@@ -796,12 +823,16 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 	atomic_fetch_sub(&on->want, 1);
 }
 
-/* The service thread's pass: only when no application thread wants it. */
+/* The service thread's pass: only when no application thread wants it
+ * or polls (a busy-polling thread progresses itself; the service thread
+ * may share its CPU and would only hold the lock against it). */
 static void service_progress(struct vd_ofi_nic *on)
 {
-	uint64_t until = vd_now_ns() + 20000000;
+	uint64_t now = vd_now_ns(), until = now + 20000000;
 
-	if (atomic_load(&on->want) || !vd_trylock(&on->progress)) {
+	if (atomic_load(&on->want) ||
+	    now - atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed) < 2000000 ||
+	    !vd_trylock(&on->progress)) {
 		vd_ofi_wait(on, until);
 		return;
 	}
@@ -837,9 +868,10 @@ static void *service_main(void *arg)
 
 static int tables_alloc(struct vd_ofi_nic *on)
 {
-	on->nconns = 1024;
+	on->nconns = 65536;        /* indices are never reused (ofi_conn.c) */
 	on->conns = calloc(on->nconns, sizeof(*on->conns));
-	if (!on->conns)
+	on->peer_rx_ns = calloc(VD_OFI_MAX_PEERS, sizeof(*on->peer_rx_ns));
+	if (!on->conns || !on->peer_rx_ns)
 		return -ENOMEM;
 	if (on->mr_mode & FI_MR_LOCAL) {
 		on->mr_desc = calloc(VD_TPT_MAX, sizeof(*on->mr_desc));
@@ -895,6 +927,7 @@ int vd_ofi_nic_open(struct vd_nic *nic, const char *spec)
 	pthread_cond_init(&on->cond, NULL);
 	vd_list_init(&on->listeners);
 	vd_list_init(&on->listens);
+	vd_list_init(&on->peers);
 	vd_lock_init(&on->progress);
 	vd_lock_init(&on->tx_lock);
 	vd_lock_init(&on->bl_lock);
@@ -944,6 +977,7 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	for (uint32_t i = 0; i < on->nconns; i++)
 		free(on->conns[i]);
 	free(on->conns);
+	free((void *)on->peer_rx_ns);
 	free(on->mr_desc);
 	free(on->mrs);
 	if (on->preempt_fd >= 0)

@@ -19,7 +19,8 @@ const struct vd_prov_ops vd_ofi_ops = {
 	.connect_accept = vd_ofi_connect_accept,
 	.connect_reject = vd_ofi_connect_reject,
 	.connect_request = vd_ofi_connect_request,
-	/* peer_request / peer_progress: not yet (stubs: not supported) */
+	.peer_request = vd_ofi_peer_request,
+	.peer_progress = vd_ofi_peer_progress,
 	.disconnect = vd_ofi_disconnect,
 	.conn_ready = vd_ofi_conn_ready,
 	.wake = vd_ofi_wake,

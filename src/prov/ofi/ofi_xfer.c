@@ -317,8 +317,11 @@ int vd_ofi_send_progress(struct vd_vi *vi)
 {
 	struct vd_ofi_conn *c = conn_of(vi);
 
-	if (c)
+	if (c) {
 		apply_tx(vi, c);
+		vd_ofi_poll(c->on);
+		apply_tx(vi, c);
+	}
 	return 0;
 }
 
@@ -675,8 +678,10 @@ int vd_ofi_recv_progress(struct vd_vi *vi)
 {
 	struct vd_ofi_conn *c = conn_of(vi);
 
-	if (c)
+	if (c) {
+		vd_ofi_poll(c->on);
 		apply_rx(vi, c);
+	}
 	return 0;
 }
 
