@@ -85,6 +85,9 @@ bench-run:
 	$(PYTHON) bench/lmm/plot.py $(BENCH_OUT)/lmm.csv $(BENCH_OUT)/lmm.png
 	$(BUILD_DIR)/bench/bench_vipl $(VIPL_BENCH_ARGS) --csv $(BENCH_OUT)/vipl.csv
 	$(PYTHON) bench/vipl/plot.py $(BENCH_OUT)/vipl.csv $(BENCH_OUT)/vipl.png
+	@if [ "$$(id -u)" -eq 0 ]; then bash bench/vipl/hosts.sh $(BUILD_DIR) $(if $(filter --quick,$(VIPL_BENCH_ARGS) $(BENCH_ARGS)),--quick) \
+		| tee $(BENCH_OUT)/vipl-hosts.txt; \
+	else echo "bench: VIA across hosts (bench/vipl/hosts.sh) needs root for network namespaces: skipped"; fi
 	PYTHON=$(PYTHON) bash bench/mpi/run.sh --build $(BUILD_DIR) --out $(BENCH_OUT) \
 		$(MPI_BENCH_ARGS)
 	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png"

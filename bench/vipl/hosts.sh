@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# VIA between two hosts -- network namespaces joined by veth on this
+# machine (as root) -- over the ofi provider (libfabric tcp), next to the
+# floors measured the same way in the same run: a raw TCP socket
+# (bench/net/tcp_floor) and libfabric's own fi_pingpong.
+#   bench/vipl/hosts.sh BUILD_DIR [--quick]
+set -u
+B=${1:?build dir}
+QUICK=${2:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ -x "$B/bench/bench_vipl" ] && [ -x "$B/bench/tcp_floor" ] || { echo "hosts.sh: build first"; exit 1; }
+# shellcheck source=tests/netns.sh
+. "$HERE/../../tests/netns.sh"
+vd_netns_up
+export VIADUCT_JOB_KEY=${VIADUCT_JOB_KEY:-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')}
+out=$(mktemp -d)
+trap 'rm -rf "$out"; vd_netns_cleanup' EXIT
+
+echo "== VIA across hosts: $VD_NS_A ($VD_IP_A) <-> $VD_NS_B ($VD_IP_B), veth, ofi:tcp"
+
+# 1. raw TCP
+vd_in A "$B/bench/tcp_floor" server 47999 & sp=$!
+sleep 0.3
+vd_in B "$B/bench/tcp_floor" client "$VD_IP_A" 47999 > "$out/tcp"
+wait $sp
+
+# 2. fi_pingpong, rdm over tcp, 0..4 KiB and 1 MiB
+fi_lat() {
+	local size=$1
+	vd_in A timeout 60 fi_pingpong -p tcp -e rdm -S "$size" -I 5000 >/dev/null 2>&1 & local p=$!
+	sleep 0.5
+	vd_in B timeout 60 fi_pingpong -p tcp -e rdm -S "$size" -I 5000 "$VD_IP_A" 2>/dev/null |
+		awk -v s="$size" '$1 == s { print $7 * 1000 }'
+	wait $p 2>/dev/null
+}
+
+# 3. bench_vipl across the two hosts
+vd_in A env BENCH_NETNS_CLIENT="/run/netns/$VD_NS_B" BENCH_SERVER_HOST="$VD_IP_A" \
+	"$B/bench/bench_vipl" ${QUICK:+--quick} --only latency,bandwidth --device ofi \
+	--csv "$out/vipl.csv" > "$out/vipl.txt" 2>&1
+
+tcp_lat() { awk -v s="$1" '$1 == "latency" && $2 == s { print $3 }' "$out/tcp"; }
+tcp_bw() { awk -v s="$1" '$1 == "bandwidth" && $2 == s { print $3 }' "$out/tcp"; }
+via_lat() { awk -F, -v s="$1" '$1 == "latency" && $2 == "auto" && $3 == s && $4 == "half_rtt_ns" { printf "%.0f\n", $5 }' "$out/vipl.csv" | head -1; }
+via_bw() { awk -F, -v s="$1" '$1 == "bandwidth" && $2 == "auto" && $3 == s && $4 == "mb_per_s" { printf "%.0f\n", $5 }' "$out/vipl.csv" | head -1; }
+
+printf '\n%-34s %12s %12s %12s %10s %10s\n' "half round trip (ns)" "viaduct ofi" "raw TCP" "fi_pingpong" "x TCP" "x fi_pp"
+for s in 0 4 40; do
+	v=$(via_lat $s); t=$(tcp_lat $s); f=$(fi_lat $((s > 0 ? s : 1)))
+	printf '%-34s %12s %12s %12s %10s %10s\n' "$s bytes" "${v:-n/a}" "${t:-n/a}" "${f:-n/a}" \
+		"$(awk -v a="${v:-0}" -v b="${t:-0}" 'BEGIN { if (a && b) printf "%.2f", a / b; else print "n/a" }')" \
+		"$(awk -v a="${v:-0}" -v b="${f:-0}" 'BEGIN { if (a && b) printf "%.2f", a / b; else print "n/a" }')"
+done
+printf '\n%-34s %12s %12s %10s\n' "bandwidth (MB/s)" "viaduct ofi" "raw TCP" "x TCP"
+for s in 65536 1048576 4194304; do
+	v=$(via_bw $s); t=$(tcp_bw $s)
+	printf '%-34s %12s %12s %10s\n' "$s bytes" "${v:-n/a}" "${t:-n/a}" \
+		"$(awk -v a="${v:-0}" -v b="${t:-0}" 'BEGIN { if (a && b) printf "%.2f", a / b; else print "n/a" }')"
+done
+echo
+echo "(fi_pingpong: its own 'usec/xfer'; bench_vipl's full tables follow)"
+cat "$out/vipl.txt"
