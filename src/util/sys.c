@@ -71,7 +71,7 @@ void vd_log(const char *fmt, ...)
 	fprintf(stderr, "%s\n", buf);
 }
 
-int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+static int futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns, int op)
 {
 	struct timespec ts, *tsp = NULL;
 
@@ -84,8 +84,24 @@ int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
 		ts.tv_nsec = (long)(left % 1000000000u);
 		tsp = &ts;
 	}
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, tsp, NULL, 0);
+	if (syscall(SYS_futex, word, op, seen, tsp, NULL, 0) && errno == ETIMEDOUT)
+		return -ETIMEDOUT;
 	return 0;
+}
+
+int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+{
+	return futex_wait(word, seen, deadline_ns, FUTEX_WAIT_PRIVATE);
+}
+
+int vd_futex_wait_shared(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns)
+{
+	return futex_wait(word, seen, deadline_ns, FUTEX_WAIT);
+}
+
+void vd_futex_wake_shared(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 void vd_futex_bump(_Atomic uint32_t *word)

@@ -20,6 +20,10 @@ void vd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * `seen`, until deadline_ns (CLOCK_MONOTONIC; 0 = infinite).  0 or
  * -ETIMEDOUT; spurious returns allowed. */
 int vd_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
+/* The same on a word in memory shared with other processes (a memfd),
+ * and waking every sleeper there without changing the word. */
+int vd_futex_wait_shared(_Atomic uint32_t *word, uint32_t seen, uint64_t deadline_ns);
+void vd_futex_wake_shared(_Atomic uint32_t *word);
 /* Bump *word and wake every sleeper on it. */
 void vd_futex_bump(_Atomic uint32_t *word);
 

@@ -22,6 +22,7 @@
 #ifndef VIADUCT_VIPL_CORE_H
 #define VIADUCT_VIPL_CORE_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -159,6 +160,22 @@ static inline bool vd_range_inside(uint64_t base, uint64_t size, uint64_t addr,
 	if (addr + len < addr)
 		return false;
 	return addr >= base && len <= size && addr - base <= size - len;
+}
+
+/* A snapshot of an entry (key, base, size, its ptag) judged for handle
+ * h, [addr, addr+len) and the VI's ptag (0: any): 0, -EBADF, -ERANGE,
+ * -EACCES.  Shared by the core's table and the providers' copies. */
+static inline int vd_tpt_verdict(uint32_t key, uint64_t base, uint64_t size,
+				 uint32_t eptag, VIP_MEM_HANDLE h, uint64_t addr,
+				 uint64_t len, uint32_t ptag_id)
+{
+	if (!key || key != h >> VD_TPT_IDX_BITS)
+		return -EBADF;
+	if (!vd_range_inside(base, size, addr, len))
+		return -ERANGE;
+	if (ptag_id && eptag != ptag_id)
+		return -EACCES;
+	return 0;
 }
 
 /* ---- provider capabilities (asked through prov.h's query op) --------- */

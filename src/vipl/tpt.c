@@ -70,19 +70,6 @@ static void entry_info(struct vd_tpt_entry *e, struct vd_mr_info *m)
 
 /* ---- checks ---------------------------------------------------------------- */
 
-static int entry_verdict(uint32_t key, uint64_t base, uint64_t size,
-			 uint32_t eptag, VIP_MEM_HANDLE h, uint64_t addr,
-			 uint64_t len, uint32_t ptag_id)
-{
-	if (!key || key != h >> VD_TPT_IDX_BITS)
-		return -EBADF;
-	if (!vd_range_inside(base, size, addr, len))
-		return -ERANGE;
-	if (ptag_id && eptag != ptag_id)
-		return -EACCES;
-	return 0;
-}
-
 /* A consistent copy of the entry h names: 0, or -EBADF. */
 static int entry_snapshot(struct vd_nic *nic, VIP_MEM_HANDLE h, uint32_t *key,
 			  uint64_t *base, uint64_t *size, uint32_t *eptag)
@@ -112,7 +99,7 @@ int vd_tpt_check_local(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 	uint64_t base, size;
 	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
 
-	return err ? err : entry_verdict(key, base, size, eptag, h, addr, len, ptag_id);
+	return err ? err : vd_tpt_verdict(key, base, size, eptag, h, addr, len, ptag_id);
 }
 
 int vd_tpt_local_room(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
@@ -123,7 +110,7 @@ int vd_tpt_local_room(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
 
 	if (!err)
-		err = entry_verdict(key, base, size, eptag, h, addr, 1, ptag_id);
+		err = vd_tpt_verdict(key, base, size, eptag, h, addr, 1, ptag_id);
 	if (!err)
 		*room = base + size - addr;
 	return err;
@@ -137,7 +124,7 @@ int vd_tpt_check_rdma(struct vd_nic *nic, VIP_MEM_HANDLE h, uint64_t addr,
 	int err = entry_snapshot(nic, h, &key, &base, &size, &eptag);
 
 	if (!err)
-		err = entry_verdict(key, base, size, eptag, h, addr, len, vi_ptag_id);
+		err = vd_tpt_verdict(key, base, size, eptag, h, addr, len, vi_ptag_id);
 	if (!err && (LD(&nic->tpt.e[h & IDX_MASK].flags) & need) != need)
 		err = -EACCES;
 	/* The key again: the flags read belong to this registration. */

@@ -845,8 +845,10 @@ int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
 	uint32_t seen = atomic_load_explicit(&on->events, memory_order_acquire);
 	uint64_t slice = vd_now_ns() + 2000000;   /* the holder may be asleep */
 
-	return vd_futex_wait(&on->events, seen, deadline_ns && deadline_ns < slice ?
-			     deadline_ns : slice);
+	(void)vd_futex_wait(&on->events, seen, deadline_ns && deadline_ns < slice ?
+			    deadline_ns : slice);
+	/* A slice that ran out is not the caller's timeout. */
+	return deadline_ns && vd_now_ns() >= deadline_ns ? -ETIMEDOUT : 0;
 }
 
 static void *service_main(void *arg)

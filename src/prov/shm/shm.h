@@ -288,8 +288,4 @@ void vd_shm_ring_unlink(struct vd_shm_conn *c);
 bool vd_shm_cq_rings_ready(struct vd_shm_cq *sc);
 bool vd_shm_cq_ready(struct vd_cq *cq);
 
-/* ---- futex (shm_xfer.c) ----------------------------------------------------- */
-int vd_shm_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns);
-void vd_shm_futex_wake(_Atomic uint32_t *addr);
-
 #endif /* VIADUCT_SHM_H */

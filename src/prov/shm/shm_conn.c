@@ -1017,8 +1017,8 @@ static void conn_unblock(struct vd_shm_conn *c)
 {
 	atomic_fetch_add(&c->rx->s.xfer_write, 1);
 	atomic_fetch_add(&c->tx->r.cookie_write, 1);
-	vd_shm_futex_wake(&c->rx->s.xfer_write);
-	vd_shm_futex_wake(&c->tx->r.cookie_write);
+	vd_futex_wake_shared(&c->rx->s.xfer_write);
+	vd_futex_wake_shared(&c->tx->r.cookie_write);
 }
 
 void vd_shm_disconnect(struct vd_vi *vi)

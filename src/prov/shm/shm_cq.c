@@ -89,7 +89,7 @@ int vd_shm_cq_open(struct vd_cq *cq)
 static void ring_the_bell(struct vd_cq_ring *r)
 {
 	atomic_fetch_add(&r->b.bell, 1);
-	vd_shm_futex_wake(&r->b.bell);
+	vd_futex_wake_shared(&r->b.bell);
 }
 
 /* After publishing (an announcement or a ring message) with a seq_cst
@@ -418,7 +418,7 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 	bell = atomic_load(&r->b.bell);
 	if (!events_ready(sc) && !atomic_load(&sc->closing) &&
 	    !(rings && vd_shm_cq_rings_ready(sc)))
-		err = vd_shm_futex_wait(&r->b.bell, bell, sliced ? slice_end : deadline);
+		err = vd_futex_wait_shared(&r->b.bell, bell, sliced ? slice_end : deadline);
 	atomic_fetch_sub(&r->c.waiting, 1);
 	if (err == -ETIMEDOUT && sliced) {
 		atomic_store(&sc->rescan, true);

@@ -99,18 +99,6 @@ int vd_shm_mr_dereg(struct vd_nic *nic, uint32_t idx)
 	return vd_shm_mr_quiesce(nic, idx);
 }
 
-static int verdict(uint32_t key, uint64_t base, uint64_t size, uint32_t eptag,
-		   VIP_MEM_HANDLE h, uint64_t addr, uint64_t len, uint32_t ptag_id)
-{
-	if (!key || key != h >> VD_TPT_IDX_BITS)
-		return -EBADF;
-	if (!vd_range_inside(base, size, addr, len))
-		return -ERANGE;
-	if (ptag_id && eptag != ptag_id)
-		return -EACCES;
-	return 0;
-}
-
 int vd_shm_tpt_check(const struct vd_shm_tpt_shared *t, VIP_MEM_HANDLE h,
 		     uint64_t addr, uint64_t len, uint32_t vi_ptag_id, uint32_t need)
 {
@@ -139,7 +127,7 @@ int vd_shm_tpt_check(const struct vd_shm_tpt_shared *t, VIP_MEM_HANDLE h,
 		/* If any field came from a newer update, seq has moved on. */
 		if (atomic_load(&e->seq) != s1)
 			continue;
-		err = verdict(key, base, size, eptag, h, addr, len, vi_ptag_id);
+		err = vd_tpt_verdict(key, base, size, eptag, h, addr, len, vi_ptag_id);
 		if (!err && (flags & need) != need)
 			err = -EACCES;
 		return err;

@@ -55,31 +55,6 @@ static uint32_t pio_max(const struct vd_shm_conn *c)
 	return (uint32_t)(v > c->pio_bytes / 2 ? c->pio_bytes / 2 : v);
 }
 
-/* ---- futex ------------------------------------------------------------------ */
-
-int vd_shm_futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
-{
-	struct timespec ts, *tsp = NULL;
-
-	if (deadline_ns) {
-		uint64_t now = vd_now_ns();
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		ts.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
-		ts.tv_nsec = (long)((deadline_ns - now) % 1000000000u);
-		tsp = &ts;
-	}
-	/* Shared (not PRIVATE): the word lives in a memfd both processes map. */
-	if (syscall(SYS_futex, addr, FUTEX_WAIT, val, tsp, NULL, 0) && errno == ETIMEDOUT)
-		return -ETIMEDOUT;
-	return 0;
-}
-
-void vd_shm_futex_wake(_Atomic uint32_t *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
 /* ---- connection set-up -------------------------------------------------------- */
 
 /* The receive-side attributes a sender and an RDMA initiator consult.
@@ -439,7 +414,7 @@ static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 			vd_cq_ring_signal(c->peer_rcq, slot - 1);
 	}
 	if (atomic_load(&c->tx->rw.recv_waiting)) {
-		vd_shm_futex_wake(&c->tx->s.xfer_write);
+		vd_futex_wake_shared(&c->tx->s.xfer_write);
 		vi->stats.wakes_sent++;
 	}
 }
@@ -766,7 +741,7 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 	atomic_exchange(&c->rx->r.cookie_write, c->rx_cookie_write);
 	set_backlog(c, q->sent < q->tail);
 	if (atomic_load(&c->rx->sw.send_waiting))
-		vd_shm_futex_wake(&c->rx->r.cookie_write);
+		vd_futex_wake_shared(&c->rx->r.cookie_write);
 	return 0;
 }
 
@@ -939,7 +914,7 @@ static int arm_and_sleep(struct vd_vi *vi, struct vd_wq *q, struct vd_shm_conn *
 	vd_unlock(&q->lock);
 	/* The region stays mapped until vi->conn changes under q->lock; a
 	 * wait on a word unmapped meanwhile fails with EFAULT, harmlessly. */
-	err = vd_shm_futex_wait(word, seen, deadline);
+	err = vd_futex_wait_shared(word, seen, deadline);
 	vd_lock(&q->lock);
 	if (vi->conn == c)
 		atomic_fetch_sub(waiting, 1);
@@ -1001,6 +976,6 @@ void vd_shm_wake(struct vd_vi *vi)
 		return;
 	atomic_fetch_add(&c->rx->s.xfer_write, 1);
 	atomic_fetch_add(&c->tx->r.cookie_write, 1);
-	vd_shm_futex_wake(&c->rx->s.xfer_write);
-	vd_shm_futex_wake(&c->tx->r.cookie_write);
+	vd_futex_wake_shared(&c->rx->s.xfer_write);
+	vd_futex_wake_shared(&c->tx->r.cookie_write);
 }
