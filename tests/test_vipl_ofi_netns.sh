@@ -29,12 +29,15 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 log=$(mktemp)
 trap 'rm -f "$log"; vd_netns_cleanup' EXIT
 
-# 1. netpair
+# 1. netpair, after a hostile process sent the server's listener garbage,
+#    well-formed headers for guessed connections and forged requests
 vd_in A timeout 60 "$T/ofi_netpair" server np >"$log.s" 2>&1 &
 spid=$!
 sleep 0.3
+vd_in B timeout 60 "$T/ofi_netpair" hostile "$VD_IP_A" np >"$log" 2>&1 ||
+	fail "hostile sender: $(cat "$log")"
 if vd_in B timeout 60 "$T/ofi_netpair" client "$VD_IP_A" np >"$log" 2>&1 && wait $spid; then
-	echo "ok   netpair across hosts"
+	echo "ok   netpair across hosts, after 600 hostile messages"
 else
 	wait $spid
 	fail "netpair: $(cat "$log" "$log.s")"

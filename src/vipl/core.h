@@ -307,6 +307,11 @@ uint32_t vd_desc_check_recv_segs(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t *
 /* Registered bytes of receive segment s from its start, at most its
  * Length (0 if its registration is gone): where bytes may land. */
 uint64_t vd_recv_seg_room(struct vd_vi *vi, const VIP_DATA_SEGMENT *s);
+/* Bytes a receive descriptor declares (the sum of its segments' Length). */
+uint64_t vd_desc_room(VIP_DESCRIPTOR *d);
+/* The first len bytes, laid out over the segments in order of their
+ * declared Length, all land in registered memory. */
+bool vd_recv_lands_registered(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t len);
 
 /* Same as vd_vi_conn_broken, for a provider that holds vi->sq.lock
  * (e.g. a send that found no receive at a reliable level): no error

@@ -124,6 +124,28 @@ uint64_t vd_recv_seg_room(struct vd_vi *vi, const VIP_DATA_SEGMENT *s)
 	return room < s->Length ? room : s->Length;
 }
 
+uint64_t vd_desc_room(VIP_DESCRIPTOR *d)
+{
+	uint64_t room = 0;
+
+	for (unsigned i = 0; i < d->CS.SegCount; i++)
+		room += vd_desc_seg(d, i)->Length;
+	return room;
+}
+
+bool vd_recv_lands_registered(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t len)
+{
+	for (unsigned i = 0; i < d->CS.SegCount && len; i++) {
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
+		uint64_t take = s->Length < len ? s->Length : len;
+
+		if (take > vd_recv_seg_room(vi, s))
+			return false;
+		len -= take;
+	}
+	return true;
+}
+
 /* ---- completion ------------------------------------------------------------- */
 
 static void desc_finish(VIP_DESCRIPTOR *d, uint32_t status)

@@ -6,6 +6,7 @@
  *   netpair probe HOST DISC MS   connecting must fail within MS
  *   netpair watch DISC           reports when the connection breaks
  *   netpair hold HOST DISC       connects, sends once, stays
+ *   netpair hostile HOST DISC    garbage and forgeries at DISC's listener
  * Over the connection: sends of every size class (checked byte for byte
  * by the server), an RDMA write into and an RDMA read out of the server's
  * registered buffer, then an RDMA write with a forged handle that must
@@ -17,6 +18,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_eq.h>
 
 #include <vipl.h>
 
@@ -296,8 +304,76 @@ static int hold(const char *host, const char *disc)
 		pause();
 }
 
+/* A hostile process on the network, without the job key: garbage, then
+ * well-formed headers with guessed connections and forged requests, all
+ * at the listener of DISC.  The server must drop them all and serve the
+ * honest client afterwards.  The port is the provider's: base + FNV-1a
+ * of the discriminator mod 4096 (ofi_conn.c). */
+static int hostile(const char *host, const char *disc)
+{
+	struct fi_info *hints = fi_allocinfo(), *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_CONTEXT, .size = 1024 };
+	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	uint32_t h = 2166136261u;
+	char port[16];
+	fi_addr_t to;
+	uint8_t msg[512];
+
+	for (const char *p = disc; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	snprintf(port, sizeof(port), "%u", 47000 + h % 4096);
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0);
+	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0);
+	CHECK(fi_domain(fab, info, &dom, NULL) == 0);
+	CHECK(fi_av_open(dom, &aa, &av, NULL) == 0 && fi_cq_open(dom, &ca, &cq, NULL) == 0);
+	CHECK(fi_endpoint(dom, info, &ep, NULL) == 0);
+	CHECK(fi_ep_bind(ep, &av->fid, 0) == 0 && fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0);
+	CHECK(fi_enable(ep) == 0);
+	CHECK(fi_av_insertsvc(av, host, port, &to, 0, NULL) == 1);
+	srand(7);
+	for (int i = 0; i < 600; i++) {
+		size_t n = (size_t)rand() % sizeof(msg);
+		for (size_t k = 0; k < n; k++)
+			msg[k] = (uint8_t)rand();
+		if (i >= 200 && n >= 72) {      /* a header that parses */
+			msg[0] = 0x64, msg[1] = 0x76, msg[2] = 2;
+			msg[3] = (uint8_t)(1 + i % 14);         /* every type */
+			uint32_t len = (uint32_t)(n - 72);
+			memcpy(msg + 20, &len, 4);
+		}
+		while (fi_send(ep, msg, n, NULL, to, NULL) == -FI_EAGAIN) {
+			struct fi_cq_entry e;
+			(void)fi_cq_read(cq, &e, 1);
+		}
+	}
+	for (int i = 0; i < 1000; i++) {       /* let them go out */
+		struct fi_cq_entry e;
+		(void)fi_cq_read(cq, &e, 1);
+		usleep(1000);
+	}
+	printf("hostile: 600 messages sent\n");
+	fi_close(&ep->fid);
+	fi_close(&cq->fid);
+	fi_close(&av->fid);
+	fi_close(&dom->fid);
+	fi_close(&fab->fid);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "hostile"))
+		return hostile(argv[2], argv[3]);
 	if (argc == 5 && !strcmp(argv[1], "probe"))
 		return probe(argv[2], argv[3], (unsigned)atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "watch"))

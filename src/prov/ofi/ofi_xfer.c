@@ -293,6 +293,9 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		st = st ? st - 1 : 0;
 		t->posted = false;
 		t->chunks = 0;
+		/* Late RDMAR_DATA for it (a hostile peer) finds nothing to
+		 * write into: the descriptor is the application's again. */
+		atomic_store(&t->desc, NULL);
 		if (!st)
 			count_send(vi, vd_wq_at(&vi->sq, vi->sq.done), t->bytes);
 		if (st == VIP_STATUS_RDMA_PROT_ERROR)
@@ -340,35 +343,18 @@ static VIP_DESCRIPTOR *front_recv(struct vd_vi *vi)
 	return NULL;
 }
 
-static uint64_t recv_capacity(struct vd_vi *vi, VIP_DESCRIPTOR *d)
-{
-	uint64_t cap = 0;
-
-	for (unsigned i = 0; i < d->CS.SegCount; i++)
-		cap += vd_recv_seg_room(vi, vd_desc_seg(d, i));
-	return cap;
-}
-
-static uint64_t recv_declared(VIP_DESCRIPTOR *d)
-{
-	uint64_t sum = 0;
-
-	for (unsigned i = 0; i < d->CS.SegCount; i++)
-		sum += vd_desc_seg(d, i)->Length;
-	return sum;
-}
-
-/* Scatter n bytes at offset off of the message into d's segments. */
-static void scatter(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
+/* Scatter n bytes at offset off of the message into d's segments, laid
+ * out by their declared Length (the whole message was checked to land in
+ * registered memory, vd_recv_lands_registered). */
+static void scatter(VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
 {
 	for (unsigned i = 0; i < d->CS.SegCount && n; i++) {
 		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
-		uint64_t room = vd_recv_seg_room(vi, s);
-		if (off >= room) {
-			off -= room;
+		if (off >= s->Length) {
+			off -= s->Length;
 			continue;
 		}
-		size_t k = room - off < n ? (size_t)(room - off) : n;
+		size_t k = s->Length - off < n ? (size_t)(s->Length - off) : n;
 		memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
 		p += k;
 		n -= k;
@@ -426,7 +412,12 @@ static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		if (err)
 			return err != -EAGAIN;
 	}
-	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len) {
+	bool last = h->flags & VD_OFI_F_LAST;
+
+	/* Chunks in order, within the announced total, the last one ending
+	 * exactly there: nothing else is what an honest sender writes. */
+	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len ||
+	    last != (h->a + h->len == h->b)) {
 		vd_log("ofi: send chunk out of sequence (seq %u/%u, offset %llu/%llu)",
 		       h->seq, c->rx_seq, (unsigned long long)h->a,
 		       (unsigned long long)c->rx_got);
@@ -434,10 +425,11 @@ static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		return true;
 	}
 	d = c->rx_drop ? NULL : front_recv(vi);
-	if (d && c->rx_got == 0 && recv_capacity(vi, d) < h->b) {
-		/* Longer than the descriptor: length error; longer than its
-		 * registered memory only: protection error.  Nothing lands. */
-		vd_wq_complete_recv(vi, h->b > recv_declared(d) ? VIP_STATUS_LENGTH_ERROR :
+	if (d && c->rx_got == 0 && (h->b > vd_desc_room(d) ||
+				    !vd_recv_lands_registered(vi, d, h->b))) {
+		/* Longer than the descriptor: length error; landing outside
+		 * its registered memory: protection error.  Nothing lands. */
+		vd_wq_complete_recv(vi, h->b > vd_desc_room(d) ? VIP_STATUS_LENGTH_ERROR :
 				    VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
 		c->rx_drop = true;
 		d = NULL;
@@ -447,12 +439,25 @@ static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		}
 	}
 	if (d) {
+		/* Checked again under place_begin: a deregistration since the
+		 * first chunk must not see us write. */
 		place_begin(c->on);
-		scatter(vi, d, h->a, p, h->len);
+		bool ok = vd_recv_lands_registered(vi, d, h->a + h->len);
+		if (ok)
+			scatter(d, h->a, p, h->len);
 		place_end(c->on);
+		if (!ok) {
+			vd_wq_complete_recv(vi, VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
+			c->rx_drop = true;
+			d = NULL;
+			if (reliable(vi)) {
+				rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+				return true;
+			}
+		}
 	}
 	c->rx_got += h->len;
-	if (!(h->flags & VD_OFI_F_LAST))
+	if (!last)
 		return true;
 	c->rx_active = false;
 	if (d)
@@ -583,7 +588,9 @@ static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 {
 	struct vd_ofi_tx *t = &c->tx[h->seq % VD_OFI_TX_WINDOW];
 
-	if (t->seq != h->seq || !t->wants_done || h->a > 0xffff) {
+	/* A status is 0 or error bits only: never DONE, an op code or
+	 * IMMEDIATE from the wire. */
+	if (t->seq != h->seq || !t->wants_done || (h->a & ~(uint64_t)VIP_STATUS_ERROR_MASK)) {
 		rx_fail(c, VIP_ERROR_CONN_LOST);
 		return;
 	}

@@ -757,28 +757,6 @@ static void scatter(VIP_DESCRIPTOR *d, const uint8_t *src, uint32_t len)
 }
 
 /* Every byte of a len-byte message lands in registered memory. */
-static bool landing_registered(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t len)
-{
-	for (unsigned i = 0; i < d->CS.SegCount && len; i++) {
-		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
-		uint64_t take = s->Length < len ? s->Length : len;
-
-		if (take > vd_recv_seg_room(vi, s))
-			return false;
-		len -= take;
-	}
-	return true;
-}
-
-static uint64_t desc_room(VIP_DESCRIPTOR *d)
-{
-	uint64_t room = 0;
-
-	for (unsigned i = 0; i < d->CS.SegCount; i++)
-		room += vd_desc_seg(d, i)->Length;
-	return room;
-}
-
 /* Payload of one transfer into the receive descriptor.  -EMSGSIZE: an
  * unchecked inline message longer than the descriptor; -EACCES: it would
  * land outside the registration (nothing written in either case); -EPROTO
@@ -794,9 +772,9 @@ static int deliver(struct vd_vi *vi, struct vd_shm_conn *c, VIP_DESCRIPTOR *d,
 		return -EPROTO;
 	if (!kind)
 		return x->flags ? -EPROTO : 0;  /* no payload: RDMA immediate */
-	if (x->length > desc_room(d))
+	if (x->length > vd_desc_room(d))
 		return x->flags & VD_XF_UNCHECKED ? -EMSGSIZE : -EPROTO;
-	if (kind != VD_XF_DMA && !landing_registered(vi, d, x->length))
+	if (kind != VD_XF_DMA && !vd_recv_lands_registered(vi, d, x->length))
 		return -EACCES;
 	if (kind == VD_XF_INLINE) {
 		if (x->length > VD_SHM_INLINE)
@@ -829,7 +807,7 @@ static void ring_release(struct vd_shm_conn *c, const struct vd_shm_xfer *x)
 static bool too_long_for_registration(struct vd_wq *q, const struct vd_shm_xfer *x)
 {
 	return (x->status & VIP_STATUS_LENGTH_ERROR) && x->length &&
-	       q->done < q->sent && x->length <= desc_room(vd_wq_at(q, q->done));
+	       q->done < q->sent && x->length <= vd_desc_room(vd_wq_at(q, q->done));
 }
 
 /* Next published transfer, copied out of shared memory, or false. */
