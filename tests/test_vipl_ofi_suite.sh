@@ -32,14 +32,28 @@ tests="api_vi api_cq api_limits api_post cq_basic cq_many prot_handles prot_revo
 # prot_rdma: one case in a few hundred runs under ASan on a loaded
 # machine still breaks a connection it should not; release only.
 [ -n "${ASAN_OPTIONS:-}" ] || tests="$tests prot_rdma"
-for t in $tests; do
-	if VIADUCT_PROVIDER=ofi timeout 120 "$T/test_vipl_$t" >/tmp/ofi_suite.$$.log 2>&1; then
-		echo "ok   test_vipl_$t over ofi"
+# run TEST HOW [VAR=value...]
+run() {
+	local t=$1 how=$2
+	shift 2
+	if env VIADUCT_PROVIDER=ofi "$@" timeout 120 "$T/test_vipl_$t" >"$log" 2>&1; then
+		echo "ok   test_vipl_$t over ofi$how"
 	else
-		echo "FAIL test_vipl_$t over ofi:"
-		tail -n 20 /tmp/ofi_suite.$$.log
+		echo "FAIL test_vipl_$t over ofi$how:"
+		tail -n 20 "$log"
 		fails=$((fails + 1))
 	fi
+}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for t in $tests; do
+	run "$t" ""
 done
-rm -f /tmp/ofi_suite.$$.log
+# Again with every transfer moved by the fabric's RMA (zero copy, pulled
+# or pushed by the target), whatever its size: the same checks must hold.
+zc="prot_handles prot_revoke prot_local xfer_sg xfer_rdma xfer_recvreg fault_rdma_death ext_flow"
+[ -n "${ASAN_OPTIONS:-}" ] || zc="$zc prot_rdma"
+for t in $zc; do
+	run "$t" ", zero copy from 1 byte" VIADUCT_OFI_ZC_MIN=1
+done
 exit $((fails > 0))

@@ -56,6 +56,8 @@ static const struct param params[] = {
 	  "first port of the range where ofi connection listeners bind (4096 ports)" },
 	{ "VIADUCT_OFI_TIMEOUT_MS", PT_UINT, "10000", 100, 3600000, NULL,
 	  "how long an unanswered ofi peer counts as alive (ms)" },
+	{ "VIADUCT_OFI_ZC_MIN", PT_SIZE, "65536", 0, 1ull << 40, NULL,
+	  "from this size ofi transfers move by the fabric's RMA, without a copy (0: never)" },
 	{ "VIADUCT_JOB_KEY", PT_STRING, "(key file)", 0, 0, NULL,
 	  "secret shared by the processes of one job; else ~/.viaduct/job-key" },
 	{ "VIADUCT_SHM_PIO_MAX", PT_SIZE, "8192", 0, 128 * KiB, NULL,

@@ -113,6 +113,34 @@ void vd_futex_bump(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+uint32_t vd_event_seen(struct vd_event *e)
+{
+	/* Acquire pairs with vd_event_bump's increment: what the bumper
+	 * published before it is visible once the new value is seen. */
+	return atomic_load_explicit(&e->seq, memory_order_acquire);
+}
+
+int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns)
+{
+	int r;
+
+	/* Seq_cst increment: pairs with vd_event_bump's seq_cst load of
+	 * `sleepers` (Dekker): either the bumper sees us and wakes, or its
+	 * increment of seq precedes ours and the kernel finds seq != seen. */
+	atomic_fetch_add(&e->sleepers, 1);
+	r = vd_futex_wait(&e->seq, seen, deadline_ns);
+	atomic_fetch_sub(&e->sleepers, 1);
+	return r;
+}
+
+void vd_event_bump(struct vd_event *e)
+{
+	/* Seq_cst: see vd_event_wait. */
+	atomic_fetch_add(&e->seq, 1);
+	if (atomic_load(&e->sleepers))
+		syscall(SYS_futex, &e->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Contended vd_lock: spin on a plain load (no cache-line ping-pong of
  * exchanges), then give the CPU away -- with more threads than cores the
  * holder may be waiting for ours. */

@@ -27,4 +27,19 @@ void vd_futex_wake_shared(_Atomic uint32_t *word);
 /* Bump *word and wake every sleeper on it. */
 void vd_futex_bump(_Atomic uint32_t *word);
 
+/* A private futex word that counts its sleepers, so that a bump with
+ * nobody asleep -- the common case on a busy-polled path -- costs no
+ * system call. */
+struct vd_event {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t sleepers;
+};
+/* The value to hand to vd_event_wait, read before checking whatever
+ * the caller waits for. */
+uint32_t vd_event_seen(struct vd_event *e);
+/* Sleep while seq still holds `seen`, until deadline_ns (0 = infinite):
+ * 0 or -ETIMEDOUT, spurious returns allowed. */
+int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns);
+void vd_event_bump(struct vd_event *e);
+
 #endif /* VIADUCT_UTIL_SYS_H */

@@ -8,15 +8,19 @@
  * the job key.  RDM is what every fabric offers (tcp;ofi_rxm here, efa,
  * cxi, psm3, opx, verbs;ofi_rxm), where FI_EP_MSG is not.
  *
- * Data never lands in memory by the initiator's word alone: every message
- * goes into one of our receive buffers and is placed by the target after
- * it checked the target VI's queue and its translation and protection
- * table; larger sends and RDMA writes are pulled by the target (fi_read)
- * from a buffer the initiator exposes for that one operation, RDMA reads
- * pushed by the target (fi_write).  So a forged, revoked or wrong-ptag
- * handle or an out-of-range address moves 0 bytes, deregistration revokes
- * at once, and no registration is ever exposed to the fabric for remote
- * access.
+ * Data never lands in memory by the initiator's word alone: the target
+ * checks the target VI's queue and its translation and protection table
+ * before a byte moves.  Small transfers travel as messages into our
+ * receive buffers, copied into place by the target.  From VD_OFI_ZC_MIN
+ * bytes on (one data segment, a fabric with RMA) they move without a copy
+ * in between: the initiator exposes its one buffer to the peer for that
+ * one operation (read-only for a send or RDMA write, write-only for an
+ * RDMA read: struct vd_ofi_zc), and the target, once its checks passed,
+ * pulls the data straight into the checked destination with fi_read (or
+ * pushes what an RDMA read asked for with fi_write).  So a forged, revoked
+ * or wrong-ptag handle or an out-of-range address moves 0 bytes,
+ * deregistration waits for the target's transfers into or out of the
+ * region, and no registration is ever exposed longer than one operation.
  *
  * Progress (the fabric's data progress is manual on tcp): a thread that
  * sleeps in a *Wait, a CQ wait or the provider's service thread owns the
@@ -52,6 +56,7 @@
 #define VD_OFI_MAX_PEERS 65536u     /* AV entries we track liveness for */
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
+#define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
@@ -82,6 +87,11 @@ enum vd_ofi_type {
 #define VD_OFI_F_LAST 0x2u          /* last chunk of the operation */
 #define VD_OFI_F_ACK 0x4u           /* send: answer DONE once placed */
 #define VD_OFI_F_FLOW 0x8u          /* send: wait for a receive, never drop */
+#define VD_OFI_F_ZC 0x10u           /* the payload is a struct vd_ofi_zc: the
+                                     * data is pulled from (pushed into) it */
+
+/* cm.rdma_flags: the sender takes zero-copy transfers (VD_OFI_F_ZC). */
+#define VD_OFI_CM_ZC 0x80000000u
 
 struct vd_ofi_hdr {
 	uint16_t magic;
@@ -123,10 +133,18 @@ struct vd_ofi_cm {
 };
 static_assert(sizeof(struct vd_ofi_cm) == 200, "ofi cm layout");
 
+/* The initiator's buffer of one zero-copy operation, as the fabric names
+ * it for the peer (FI_MR_VIRT_ADDR: its address, else 0; the key). */
+struct vd_ofi_zc {
+	uint64_t addr;
+	uint64_t key;
+};
+static_assert(sizeof(struct vd_ofi_zc) == 16, "ofi zc layout");
+
 #define VD_OFI_MSG_MAX (sizeof(struct vd_ofi_hdr) + VD_OFI_EAGER_MAX)
 
 /* ---- operations in flight (fabric contexts) -------------------------------- */
-enum vd_ofi_op_kind { OP_RX, OP_TX };
+enum vd_ofi_op_kind { OP_RX, OP_TX, OP_ZC };
 
 struct vd_ofi_ep;
 struct vd_ofi_conn;
@@ -139,6 +157,7 @@ struct vd_ofi_op {
 	struct vd_ofi_op *next;     /* free list, arrival queue */
 	struct vd_ofi_op *all_next; /* OP_TX: every one made (freed at close) */
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
+	uint32_t tpt_idx;           /* OP_ZC: the region it moves into/out of */
 	fi_addr_t to;               /* OP_TX: destination, length */
 	size_t post_len;
 	uint64_t queued_ns;         /* OP_TX in the backlog: since when, */
@@ -227,12 +246,16 @@ struct vd_ofi_nic {
 	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
 	                             * holding it */
 	int preempt_fd;             /* eventfd: rings the service thread out */
-	_Atomic uint32_t events;    /* futex word, bumped after every pass
+	struct vd_event events;     /* bumped after every pass
 	                             * that recorded something */
 	_Atomic uint32_t pending;   /* conns with unapplied completions */
 	pthread_t service;
 	_Atomic bool stop;
 	bool service_started;
+	bool zc;                    /* the fabric has RMA we can use */
+	uint64_t zc_min;            /* VIADUCT_OFI_ZC_MIN */
+	_Atomic uint32_t *zc_busy;  /* by TPT index: target-side fabric
+	                             * transfers in flight (mr_dereg waits) */
 	void **mr_desc;             /* FI_MR_LOCAL: desc per TPT index */
 	struct fid_mr **mrs;
 };
@@ -253,6 +276,7 @@ struct vd_ofi_tx {                  /* one descriptor in flight */
 	_Atomic(VIP_DESCRIPTOR *) desc;   /* RDMA read: where data lands */
 	bool wants_done;            /* RDMA: completes on DONE */
 	bool posted;                /* every chunk is out */
+	_Atomic(struct fid_mr *) zc_mr;   /* exposed for this operation */
 	uint64_t bytes;             /* data bytes of the descriptor */
 };
 
@@ -281,6 +305,13 @@ struct vd_ofi_conn {
 	bool rx_drop;               /* rq.lock: ...and dropped (unreliable) */
 	uint64_t rx_got;            /* rq.lock: bytes of it so far */
 	uint32_t rdma_bad_seq;      /* rq.lock: RDMA write refused: seq + 1 */
+	bool zc;                    /* both ends take zero-copy transfers */
+	bool zc_active;             /* rq.lock: the head message moves by RMA */
+	uint64_t zc_off;            /* rq.lock: bytes of it posted so far */
+	_Atomic uint32_t zc_out;    /* its fabric transfers not yet complete */
+	_Atomic int zc_err;         /* the first one's error */
+	_Atomic bool zc_retry;      /* the fabric could not take one: the
+	                             * next progress pass tries again */
 
 	/* Sends: window slots by sq index (sq.lock). */
 	struct vd_ofi_tx tx[VD_OFI_TX_WINDOW];
@@ -397,6 +428,30 @@ void vd_ofi_number(struct vd_ofi_conn *c, struct vd_ofi_hdr *h);
 void vd_ofi_in_order(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
 void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err);
 void vd_ofi_conn_free_data(struct vd_ofi_conn *c);
+
+/* ofi_zc.c */
+/* Would this descriptor move by zero copy (data segment `first` only)? */
+bool vd_ofi_zc_wanted(const struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, unsigned first,
+		      uint64_t total);
+/* Expose [buf, buf+len) to the peer for one operation of slot t. */
+int vd_ofi_zc_expose(struct vd_ofi_conn *c, struct vd_ofi_tx *t, void *buf, size_t len,
+		     uint64_t access, struct vd_ofi_zc *out);
+void vd_ofi_zc_unexpose(struct vd_ofi_nic *on, struct vd_ofi_tx *t);
+void vd_ofi_zc_unexpose_all(struct vd_ofi_conn *c);
+/* Target: keep region `h` from being deregistered; call before the TPT
+ * check of the transfer (see place_begin), undone when it completes. */
+void vd_ofi_zc_hold(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
+void vd_ofi_zc_release(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
+/* Target: move len bytes between `local` (in held region h) and the
+ * peer's exposed buffer at offset off: fi_read (pull) or fi_write
+ * (push).  0, -EAGAIN (retry later) or another error; counted in
+ * c->zc_out until the completion (vd_ofi_zc_complete) releases h. */
+int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
+		   VIP_MEM_HANDLE h, const struct vd_ofi_zc *z, uint64_t off);
+void vd_ofi_zc_complete(struct vd_ofi_op *op, int err);
+/* The fabric could not take a transfer now: kick c on the next pass. */
+void vd_ofi_zc_retry(struct vd_ofi_conn *c);
+bool vd_ofi_zc_busy(struct vd_ofi_nic *on, uint32_t idx);
 
 /* ofi_cq.c */
 int vd_ofi_cq_open(struct vd_cq *cq);

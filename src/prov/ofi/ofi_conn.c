@@ -93,13 +93,14 @@ void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 	vd_log("ofi: connection %u breaks (VIA error %d%s)", c->idx, (int)code,
 	       tell ? ", peer told" : "");
 	atomic_store(&c->break_code, (uint32_t)code);
+	vd_ofi_zc_unexpose_all(c);      /* nothing of ours stays readable */
 	if (tell) {
 		struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
 					.type = VD_OFI_NOTICE, .conn = c->peer_conn,
 					.token = c->peer_token, .a = (uint64_t)code };
 		(void)vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 	}
-	vd_futex_bump(&c->on->events);
+	vd_event_bump(&c->on->events);
 	pthread_cond_broadcast(&c->on->cond);
 }
 
@@ -175,7 +176,8 @@ static void cm_fill(struct vd_ofi_nic *on, struct vd_ofi_conn *c, struct vd_ofi_
 		cm->reliability = vi->attrs.ReliabilityLevel;
 		cm->mtu = vi->attrs.MaxTransferSize;
 		cm->rdma_flags = (vi->attrs.EnableRdmaWrite ? VD_TPT_RDMA_WRITE : 0) |
-				 (vi->attrs.EnableRdmaRead ? VD_TPT_RDMA_READ : 0);
+				 (vi->attrs.EnableRdmaRead ? VD_TPT_RDMA_READ : 0) |
+				 (on->zc ? VD_OFI_CM_ZC : 0);
 	}
 }
 
@@ -532,6 +534,7 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 	}
 	c->peer_conn = req->cm.conn;
 	c->peer_token = req->cm.token;
+	c->zc = on->zc && (req->cm.rdma_flags & VD_OFI_CM_ZC);
 	c->nonce_req = req->cm.nonce_req;
 	c->nonce_acc = vd_random64();
 	cm_fill(on, c, &cm, NULL, vi);
@@ -599,6 +602,7 @@ static int req_finish(struct vd_ofi_nic *on, struct vd_ofi_conn *c)
 		return -EPROTO;
 	c->peer_conn = c->hs_peer.conn;
 	c->peer_token = c->hs_peer.token;
+	c->zc = on->zc && (c->hs_peer.rdma_flags & VD_OFI_CM_ZC);
 	c->nonce_acc = c->hs_peer.nonce_acc;
 	cm_fill(on, c, &cm, NULL, NULL);
 	cm_seal(on, &cm, "CFM", c->nonce_acc);
@@ -655,6 +659,15 @@ void vd_ofi_disconnect(struct vd_vi *vi)
 		(void)vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 	}
 	atomic_store(&c->dead, true);
+	vd_ofi_zc_unexpose_all(c);
+	/* The fabric's transfers into our receive descriptors end before the
+	 * core flushes those back to the application (bounded: a peer that
+	 * never answers a read is not waited for longer). */
+	uint64_t until = vd_now_ns() + 2000000000ull;
+	while (atomic_load(&c->zc_out) && vd_now_ns() < until)
+		vd_ofi_progress(c->on, vd_now_ns() + 1000000, true);
+	if (atomic_load(&c->zc_out))
+		vd_log("ofi: connection %u: a zero-copy transfer outlives it", c->idx);
 	/* A progress pass that found c alive ends before we go on; then
 	 * nothing touches its held messages but us. */
 	vd_ofi_progress_lock(c->on);

@@ -80,7 +80,7 @@ int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv)
 	vd_unlock(&q->lock);
 	if (err)
 		vd_async_error(cq->nic, NULL, cq, NULL, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
-	vd_futex_bump(&vd_ofi_nic(cq->nic)->events);
+	vd_event_bump(&vd_ofi_nic(cq->nic)->events);
 	return err;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prov/ofi/ofi.h"
@@ -217,14 +218,14 @@ done:
 
 /* ---- fabric ---------------------------------------------------------------------------- */
 
-static struct fi_info *hints_make(const char *prov)
+static struct fi_info *hints_make(const char *prov, uint64_t caps)
 {
 	struct fi_info *h = fi_allocinfo();
 
 	if (!h)
 		return NULL;
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG;
+	h->caps = caps;
 	h->mode = FI_CONTEXT | FI_CONTEXT2;
 	/* Messages between two endpoints arrive in the order sent: the
 	 * target places chunks and operations in sequence. */
@@ -240,22 +241,32 @@ static struct fi_info *hints_make(const char *prov)
 }
 
 /* The libfabric provider: "ofi:<name>", else VIADUCT_OFI_PROVIDER, else
- * the first libfabric offers that is not node-local (shm). */
+ * the first libfabric offers that is not node-local (shm); with RMA
+ * (zero-copy transfers) where it has it.  Endpoints after the first take
+ * what the first got. */
 static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service,
 		    struct fi_info **out)
 {
 	const char *prov = *spec ? spec : getenv("VIADUCT_OFI_PROVIDER");
-	struct fi_info *h = hints_make(prov), *all = NULL, *i;
+	bool first = !on->info;
+	uint64_t caps = first || on->zc ? FI_MSG | FI_RMA : FI_MSG;
+	struct fi_info *all = NULL, *i;
 	int r;
 
-	if (!h)
-		return -ENOMEM;
-	if (on->info) {
-		free(h->fabric_attr->prov_name);
-		h->fabric_attr->prov_name = strdup(on->info->fabric_attr->prov_name);
+	for (;;) {
+		struct fi_info *h = hints_make(prov, caps);
+		if (!h)
+			return -ENOMEM;
+		if (!first) {
+			free(h->fabric_attr->prov_name);
+			h->fabric_attr->prov_name = strdup(on->info->fabric_attr->prov_name);
+		}
+		r = fi_getinfo(OFI_API, on->iface_ip, service, FI_SOURCE, h, &all);
+		fi_freeinfo(h);
+		if (r != -FI_ENODATA || !first || caps == FI_MSG)
+			break;
+		caps = FI_MSG;
 	}
-	r = fi_getinfo(OFI_API, on->iface_ip, service, FI_SOURCE, h, &all);
-	fi_freeinfo(h);
 	if (r) {
 		fprintf(stderr, "viaduct: ofi: no libfabric provider%s%s for %s: %s\n",
 			prov && *prov ? " " : "", prov && *prov ? prov : "",
@@ -267,6 +278,12 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 			break;
 	*out = fi_dupinfo(i ? i : all);
 	fi_freeinfo(all);
+	if (first && *out) {
+		uint64_t zc_min = VD_OFI_ZC_MIN;
+		(void)viaduct_param_uint("VIADUCT_OFI_ZC_MIN", VD_OFI_ZC_MIN, &zc_min);
+		on->zc_min = zc_min;
+		on->zc = (caps & FI_RMA) && (*out)->domain_attr->mr_key_size <= 8 && zc_min;
+	}
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -583,7 +600,7 @@ int vd_ofi_mr_dereg(struct vd_nic *nic, uint32_t idx)
 	/* Pairs with the placers' seq_cst increment before their TPT check
 	 * (ofi_xfer.c place_begin): either a placer sees the revoked key,
 	 * or we see it placing and wait until it is out. */
-	while (atomic_load(&on->placing)) {
+	while (atomic_load(&on->placing) || vd_ofi_zc_busy(on, idx)) {
 		if (vd_now_ns() > until)
 			return -EBUSY;
 		usleep(100);
@@ -655,6 +672,9 @@ static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
 		op->len = len;
 		on_rx(on, op);
 		return;
+	case OP_ZC:
+		vd_ofi_zc_complete(op, err);
+		return;
 	case OP_TX:
 		if (op->conn && op->tx_slot)
 			vd_ofi_on_tx_done(op->conn, op->tx_slot - 1, err);
@@ -711,6 +731,11 @@ static void retry_kicks(struct vd_ofi_nic *on)
 	for (uint32_t i = 0; i < n; i++) {
 		/* Acquire: pairs with conn_new()'s release store. */
 		struct vd_ofi_conn *c = __atomic_load_n(&on->conns[i], __ATOMIC_ACQUIRE);
+		if (c && atomic_exchange(&c->zc_retry, false)) {
+			/* Its count in `pending` passes to the kick flag. */
+			if (atomic_exchange(&c->kick, true))
+				atomic_fetch_sub(&on->pending, 1);
+		}
 		if (c && atomic_load(&c->kick))
 			vd_ofi_kick(c);
 	}
@@ -791,7 +816,7 @@ static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool bl
 	/* Also when nothing arrived: a thread that rang us out waits for
 	 * this to try the lock again. */
 	if (n || atomic_load(&on->want))
-		vd_futex_bump(&on->events);
+		vd_event_bump(&on->events);
 }
 
 void vd_ofi_poll(struct vd_ofi_nic *on)
@@ -825,7 +850,9 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 
 /* The service thread's pass: only when no application thread wants it
  * or polls (a busy-polling thread progresses itself; the service thread
- * may share its CPU and would only hold the lock against it). */
+ * may share its CPU and would only hold the lock against it).  While it
+ * keeps away it sleeps on a timer, not on `events`: waking it for every
+ * message would put a context switch into each of them. */
 static void service_progress(struct vd_ofi_nic *on)
 {
 	uint64_t now = vd_now_ns(), until = now + 20000000;
@@ -833,7 +860,8 @@ static void service_progress(struct vd_ofi_nic *on)
 	if (atomic_load(&on->want) ||
 	    now - atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed) < 2000000 ||
 	    !vd_trylock(&on->progress)) {
-		vd_ofi_wait(on, until);
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
 		return;
 	}
 	progress_locked(on, until, true, true);
@@ -841,11 +869,10 @@ static void service_progress(struct vd_ofi_nic *on)
 
 int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)
 {
-	/* Acquire pairs with vd_futex_bump's release in progress_locked. */
-	uint32_t seen = atomic_load_explicit(&on->events, memory_order_acquire);
+	uint32_t seen = vd_event_seen(&on->events);
 	uint64_t slice = vd_now_ns() + 2000000;   /* the holder may be asleep */
 
-	(void)vd_futex_wait(&on->events, seen, deadline_ns && deadline_ns < slice ?
+	(void)vd_event_wait(&on->events, seen, deadline_ns && deadline_ns < slice ?
 			    deadline_ns : slice);
 	/* A slice that ran out is not the caller's timeout. */
 	return deadline_ns && vd_now_ns() >= deadline_ns ? -ETIMEDOUT : 0;
@@ -873,7 +900,8 @@ static int tables_alloc(struct vd_ofi_nic *on)
 	on->nconns = 65536;        /* indices are never reused (ofi_conn.c) */
 	on->conns = calloc(on->nconns, sizeof(*on->conns));
 	on->peer_rx_ns = calloc(VD_OFI_MAX_PEERS, sizeof(*on->peer_rx_ns));
-	if (!on->conns || !on->peer_rx_ns)
+	on->zc_busy = calloc(VD_TPT_MAX, sizeof(*on->zc_busy));
+	if (!on->conns || !on->peer_rx_ns || !on->zc_busy)
 		return -ENOMEM;
 	if (on->mr_mode & FI_MR_LOCAL) {
 		on->mr_desc = calloc(VD_TPT_MAX, sizeof(*on->mr_desc));
@@ -955,6 +983,9 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	if (on->service_started)
 		pthread_join(on->service, NULL);
 	vd_ofi_listeners_free(on);
+	for (uint32_t i = 0; on->conns && i < on->conns_hwm; i++)
+		if (on->conns[i])
+			vd_ofi_zc_unexpose_all(on->conns[i]);
 	vd_ofi_ep_close(&on->data);
 	if (on->cq)
 		fi_close(&on->cq->fid);
@@ -980,6 +1011,7 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 		free(on->conns[i]);
 	free(on->conns);
 	free((void *)on->peer_rx_ns);
+	free((void *)on->zc_busy);
 	free(on->mr_desc);
 	free(on->mrs);
 	if (on->preempt_fd >= 0)

@@ -198,6 +198,54 @@ static int post_read(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, uin
 	return 0;
 }
 
+/* A descriptor of one data segment, moved by the target's RMA: expose
+ * the segment (read-only for a send or RDMA write, write-only for an
+ * RDMA read) and tell the target where.  It completes on DONE. */
+static int post_zc(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, unsigned first,
+		   uint64_t total)
+{
+	VIP_ADDRESS_SEGMENT *as = (VIP_ADDRESS_SEGMENT *)vd_desc_seg(d, 0);
+	VIP_DATA_SEGMENT *s = vd_desc_seg(d, first);
+	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
+	uint32_t op = d->CS.Control & VIP_CONTROL_OP_MASK;
+	bool flow = op == VIP_CONTROL_OP_SENDRECV &&
+		    (atomic_load(&c->vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL);
+	struct vd_ofi_zc z;
+	struct vd_ofi_hdr h;
+	int err;
+
+	if (atomic_load(&c->chunks_out) >= VD_OFI_CHUNKS_OUT)
+		return -EAGAIN;
+	err = vd_ofi_zc_expose(c, t, vd_pv(s->Data), total,
+			       op == VIP_CONTROL_OP_RDMAREAD ? FI_REMOTE_WRITE : FI_REMOTE_READ, &z);
+	if (err)
+		return err;
+	hdr_init(c, &h, op == VIP_CONTROL_OP_SENDRECV ? VD_OFI_SEND :
+			op == VIP_CONTROL_OP_RDMAWRITE ? VD_OFI_RDMAW : VD_OFI_RDMAR, seq);
+	if (op == VIP_CONTROL_OP_SENDRECV) {
+		h.b = total;
+		h.flags = VD_OFI_F_ACK | (flow ? VD_OFI_F_FLOW : 0);
+	} else {
+		h.a = as->Handle;
+		h.b = (uint64_t)(uintptr_t)vd_pv(as->Data);
+		h.d = total;
+	}
+	h.flags |= VD_OFI_F_ZC | VD_OFI_F_LAST;
+	if (d->CS.Control & VIP_CONTROL_IMMEDIATE) {
+		h.flags |= VD_OFI_F_IMM;
+		h.imm = d->CS.ImmediateData;
+	}
+	atomic_fetch_add(&c->chunks_out, 1);    /* on_tx_done counts it back */
+	err = vd_ofi_send_msg(c->on, c->peer, c, &h, &z, sizeof(z), seq % VD_OFI_TX_WINDOW + 1);
+	if (err) {
+		atomic_fetch_sub(&c->chunks_out, 1);
+		vd_ofi_zc_unexpose(c->on, t);
+		return err;
+	}
+	t->chunks = 1;
+	return 0;
+}
+
 /* Post descriptor sq[c->tx_posted].  0 when fully posted. */
 static int post_one(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
@@ -221,12 +269,15 @@ static int post_one(struct vd_vi *vi, struct vd_ofi_conn *c)
 		 * the target says so. */
 		t->wants_done = rdma ||
 			vi->attrs.ReliabilityLevel == VIP_SERVICE_RELIABLE_RECEPTION ||
-			(atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL);
+			(atomic_load(&vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL) ||
+			vd_ofi_zc_wanted(c, d, rdma ? 1 : 0, total);
 		t->bytes = total;
 	} else {
 		(void)vd_desc_check_segs(vi, d, rdma ? 1 : 0, &total);
 	}
-	if (op == VIP_CONTROL_OP_RDMAREAD)
+	if (vd_ofi_zc_wanted(c, d, rdma ? 1 : 0, total))
+		err = post_zc(c, d, seq, rdma ? 1 : 0, total);
+	else if (op == VIP_CONTROL_OP_RDMAREAD)
 		err = post_read(c, d, seq, total);
 	else
 		err = post_chunks(c, d, seq, rdma ? 1 : 0, total, rdma);
@@ -291,6 +342,8 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		if (t->wants_done && !st)
 			return;
 		st = st ? st - 1 : 0;
+		vd_ofi_zc_unexpose(c->on, t);   /* before the buffer is the
+		                                 * application's again */
 		t->posted = false;
 		t->chunks = 0;
 		/* Late RDMAR_DATA for it (a hostile peer) finds nothing to
@@ -397,12 +450,131 @@ static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 	return 0;
 }
 
+/* The receive descriptor at the front checked for a whole message of
+ * `total` bytes; false when it failed (completed with the error). */
+static bool rx_fits(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t total)
+{
+	if (total <= vd_desc_room(d) && vd_recv_lands_registered(vi, d, total))
+		return true;
+	/* Longer than the descriptor: length error; landing outside its
+	 * registered memory: protection error.  Nothing lands. */
+	vd_wq_complete_recv(vi, total > vd_desc_room(d) ? VIP_STATUS_LENGTH_ERROR :
+			    VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
+	return false;
+}
+
+/* Pull a zero-copy send into d from c->zc_off on, one fabric read per
+ * segment piece, each checked under a hold on its region. */
+static int zc_pull_recv(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, const struct vd_ofi_zc *z,
+			uint64_t total)
+{
+	uint64_t most = c->on->info->ep_attr->max_msg_size;
+
+	while (c->zc_off < total) {
+		uint64_t off = c->zc_off;
+		unsigned i = 0;
+		VIP_DATA_SEGMENT *s = vd_desc_seg(d, 0);
+
+		while (off >= s->Length) {      /* rx_fits: total fits in d */
+			off -= s->Length;
+			s = vd_desc_seg(d, ++i);
+		}
+		uint64_t k = s->Length - off < total - c->zc_off ? s->Length - off :
+			     total - c->zc_off;
+		if (most && k > most)
+			k = most;
+		uint8_t *dst = (uint8_t *)vd_pv(s->Data) + off;
+		vd_ofi_zc_hold(c->on, s->Handle);
+		int err = vd_tpt_check_local(c->vi->nic, s->Handle, (uint64_t)(uintptr_t)dst, k,
+					     c->vi->ptag_id) ? -EACCES :
+			  vd_ofi_zc_move(c, true, dst, (size_t)k, s->Handle, z, c->zc_off);
+		vd_ofi_zc_release(c->on, s->Handle);
+		if (err)
+			return err;
+		c->zc_off += k;
+	}
+	return 0;
+}
+
+/* The pulled send is in (or failed): complete the receive, say DONE. */
+static bool rx_send_zc_end(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+			   VIP_DESCRIPTOR *d)
+{
+	int err = atomic_load(&c->zc_err);
+
+	c->zc_active = false;
+	c->rx_active = false;
+	if (d && err == EACCES) {       /* deregistered before we pulled */
+		vd_wq_complete_recv(vi, VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
+		if (reliable(vi)) {
+			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+			return true;
+		}
+	} else if (err) {
+		rx_fail(c, VIP_ERROR_CONN_LOST);
+		return true;
+	} else if (d) {
+		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
+				    (uint32_t)h->b, h->imm, true);
+	}
+	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	return true;
+}
+
+/* A send of one message whose data the fabric pulls from the sender
+ * (VD_OFI_F_ZC).  It stays at the head of the arrivals until its reads
+ * completed: false. */
+static bool rx_send_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		       const uint8_t *p)
+{
+	struct vd_ofi_zc z;
+	VIP_DESCRIPTOR *d;
+
+	if (!c->zc_active) {
+		if (!c->zc || c->rx_active || h->a != 0 || h->b > VD_MAX_TRANSFER ||
+		    h->len != sizeof(z) || !(h->flags & VD_OFI_F_LAST)) {
+			rx_fail(c, VIP_ERROR_CONN_LOST);
+			return true;
+		}
+		int err = rx_start(vi, c, h);
+		if (err)
+			return err != -EAGAIN;
+		d = c->rx_drop ? NULL : front_recv(vi);
+		if (d && !rx_fits(vi, d, h->b)) {
+			c->rx_drop = true;
+			if (reliable(vi)) {
+				rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+				return true;
+			}
+		}
+		c->zc_active = true;
+		c->zc_off = 0;
+		atomic_store(&c->zc_err, 0);
+	}
+	memcpy(&z, p, sizeof(z));
+	d = c->rx_drop ? NULL : front_recv(vi);
+	if (d && !atomic_load(&c->zc_err)) {
+		int err = zc_pull_recv(c, d, &z, h->b);
+		if (err == -EAGAIN) {
+			vd_ofi_zc_retry(c);
+			return false;
+		}
+		if (err)
+			atomic_store(&c->zc_err, err == -EACCES ? EACCES : EIO);
+	}
+	if (atomic_load(&c->zc_out))
+		return false;           /* their completions kick us again */
+	return rx_send_zc_end(vi, c, h, d);
+}
+
 /* false: kept for later (flow control, no receive yet). */
 static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
 		    const uint8_t *p)
 {
 	VIP_DESCRIPTOR *d;
 
+	if (h->flags & VD_OFI_F_ZC)
+		return rx_send_zc(vi, c, h, p);
 	if (!c->rx_active) {
 		if (h->a != 0 || h->b > VD_MAX_TRANSFER) {
 			rx_fail(c, VIP_ERROR_CONN_LOST);
@@ -425,12 +597,7 @@ static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		return true;
 	}
 	d = c->rx_drop ? NULL : front_recv(vi);
-	if (d && c->rx_got == 0 && (h->b > vd_desc_room(d) ||
-				    !vd_recv_lands_registered(vi, d, h->b))) {
-		/* Longer than the descriptor: length error; landing outside
-		 * its registered memory: protection error.  Nothing lands. */
-		vd_wq_complete_recv(vi, h->b > vd_desc_room(d) ? VIP_STATUS_LENGTH_ERROR :
-				    VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
+	if (d && c->rx_got == 0 && !rx_fits(vi, d, h->b)) {
 		c->rx_drop = true;
 		d = NULL;
 		if (reliable(vi)) {
@@ -522,6 +689,54 @@ static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 	send_ctl(c, VD_OFI_DONE, h->seq, 0);
 }
 
+/* An RDMA write (pulled: fi_read) or read (pushed: fi_write) that the
+ * fabric moves, VD_OFI_F_ZC: all of it checked under a hold on the
+ * region, DONE once the fabric is done.  false: still moving. */
+static bool rx_rdma_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		       const uint8_t *p, bool write)
+{
+	if (!c->zc_active) {
+		struct vd_ofi_zc z;
+
+		if (!c->zc || h->len != sizeof(z) || h->c != 0 || h->d > VD_MAX_TRANSFER ||
+		    !(h->flags & VD_OFI_F_LAST)) {
+			rx_fail(c, VIP_ERROR_CONN_LOST);
+			return true;
+		}
+		memcpy(&z, p, sizeof(z));
+		vd_ofi_zc_hold(c->on, h->a);
+		int bad = rdma_check(vi, h->a, h->b, h->d, write);
+		int err = bad ? 0 : vd_ofi_zc_move(c, write, (void *)(uintptr_t)h->b, (size_t)h->d,
+						   h->a, &z, 0);
+		vd_ofi_zc_release(c->on, h->a);
+		if (bad) {
+			rdma_refuse(vi, c, h->seq, write);
+			return true;
+		}
+		if (err == -EAGAIN) {
+			vd_ofi_zc_retry(c);
+			return false;
+		}
+		if (err) {
+			rx_fail(c, VIP_ERROR_CONN_LOST);
+			return true;
+		}
+		c->zc_active = true;
+		atomic_store(&c->zc_err, 0);
+	}
+	if (atomic_load(&c->zc_out))
+		return false;
+	c->zc_active = false;
+	if (atomic_load(&c->zc_err)) {
+		rx_fail(c, VIP_ERROR_CONN_LOST);
+		return true;
+	}
+	if (write && (h->flags & VD_OFI_F_IMM))
+		rdmaw_imm(vi, c, h);
+	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	return true;
+}
+
 /* RDMA read at the target: check all of it, then answer in chunks, each
  * copied out of our memory under place_begin. */
 static void rx_rdmar(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
@@ -608,9 +823,13 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 	case VD_OFI_SEND:
 		return rx_send(vi, c, h, p);
 	case VD_OFI_RDMAW:
+		if (h->flags & VD_OFI_F_ZC)
+			return rx_rdma_zc(vi, c, h, p, true);
 		rx_rdmaw(vi, c, h, p);
 		break;
 	case VD_OFI_RDMAR:
+		if (h->flags & VD_OFI_F_ZC)
+			return rx_rdma_zc(vi, c, h, p, false);
 		rx_rdmar(vi, c, h);
 		break;
 	case VD_OFI_RDMAR_DATA:
@@ -850,7 +1069,7 @@ int vd_ofi_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns)
 
 void vd_ofi_wake(struct vd_vi *vi)
 {
-	vd_futex_bump(&vd_ofi_nic(vi->nic)->events);
+	vd_event_bump(&vd_ofi_nic(vi->nic)->events);
 }
 
 void vd_ofi_conn_ready(struct vd_vi *vi)
