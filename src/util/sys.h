@@ -9,7 +9,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-uint64_t vd_now_ns(void);                   /* CLOCK_MONOTONIC */
+uint64_t vd_now_ns(void);
+/* Nanoseconds from `then` to `now`, 0 when `then` is later: a time
+ * stamped by another thread after the caller read `now` (it was
+ * descheduled in between) is no age at all, not 584 years. */
+static inline uint64_t vd_ns_since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}                   /* CLOCK_MONOTONIC */
 /* Random 32/64-bit value (getrandom, never blocks). */
 uint32_t vd_random32(void);
 uint64_t vd_random64(void);

@@ -137,13 +137,13 @@ void vd_ofi_keepalive(struct vd_ofi_nic *on)
 		struct vd_ofi_conn *c = on->conns[i];
 		if (!c || c->hs_state != 4 || atomic_load(&c->broken) || atomic_load(&c->dead))
 			continue;
-		if (now - atomic_load(&c->last_rx_ns) > limit) {
+		if (vd_ns_since(now, atomic_load(&c->last_rx_ns)) > limit) {
 			vd_log("ofi: peer of connection %u silent for %llu ms", c->idx,
 			       (unsigned long long)(limit / 1000000));
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
 			continue;
 		}
-		if (now - atomic_load(&c->last_tx_ns) > VD_OFI_KEEPALIVE_NS / 2) {
+		if (vd_ns_since(now, atomic_load(&c->last_tx_ns)) > VD_OFI_KEEPALIVE_NS / 2) {
 			struct vd_ofi_hdr h = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
 						.type = VD_OFI_KEEPALIVE, .conn = c->peer_conn,
 						.token = c->peer_token };

@@ -44,13 +44,10 @@ void vd_ofi_cq_close(struct vd_cq *cq)
 	}
 }
 
-int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv)
+static int cq_take(struct vd_ofi_cq *q, uint64_t *vi_bits, bool *recv)
 {
-	struct vd_ofi_cq *q = cq->prov;
 	int err = -EAGAIN;
 
-	if (!q)
-		return -EAGAIN;
 	vd_lock(&q->lock);
 	if (q->head != q->tail) {
 		uint64_t e = q->ev[q->head++ % VD_MAX_CQ_ENTRIES];
@@ -60,6 +57,22 @@ int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv)
 	}
 	vd_unlock(&q->lock);
 	return err;
+}
+
+/* An empty CQ drives the fabric once and looks again: a VipCQDone loop
+ * is what busy-polls a CQ server, and it must not wait for the service
+ * thread (which may share its CPU).  Called with the core's CQ lock,
+ * which no completion path takes. */
+int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv)
+{
+	struct vd_ofi_cq *q = cq->prov;
+
+	if (!q)
+		return -EAGAIN;
+	if (cq_take(q, vi_bits, recv) == 0)
+		return 0;
+	vd_ofi_poll(vd_ofi_nic(cq->nic));
+	return cq_take(q, vi_bits, recv);
 }
 
 /* A handle's top bit is always clear (its type sits in bits 56..63 and is

@@ -507,9 +507,10 @@ static bool stuck(const struct vd_ofi_nic *on, const struct vd_ofi_op *op, uint6
 {
 
 	if (((const struct vd_ofi_hdr *)op->buf)->type == VD_OFI_CONN_REQ)
-		return now - op->queued_ns > VD_OFI_NO_LISTENER_NS && op->tries >= 4;
-	return now - op->queued_ns > VD_OFI_STUCK_NS && op->tries >= VD_OFI_STUCK_TRIES &&
-	       now - peer_heard(on, op) > VD_OFI_STUCK_NS;
+		return vd_ns_since(now, op->queued_ns) > VD_OFI_NO_LISTENER_NS && op->tries >= 4;
+	return vd_ns_since(now, op->queued_ns) > VD_OFI_STUCK_NS &&
+	       op->tries >= VD_OFI_STUCK_TRIES &&
+	       vd_ns_since(now, peer_heard(on, op)) > VD_OFI_STUCK_NS;
 }
 
 /* Post what the fabric takes now; fail what belongs to a broken
@@ -858,7 +859,8 @@ static void service_progress(struct vd_ofi_nic *on)
 	uint64_t now = vd_now_ns(), until = now + 20000000;
 
 	if (atomic_load(&on->want) ||
-	    now - atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed) < 2000000 ||
+	    vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
+	    2000000 ||
 	    !vd_trylock(&on->progress)) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
