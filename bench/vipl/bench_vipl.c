@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_vipl -- figures for VIPL over the shm provider, not asserts.
+ * bench_vipl -- figures for VIPL (over the provider --device names), not
+ * asserts.
  *
  * Reproduces on this machine what the CLAN VIA paper measured
  * in section 4: Table 1 (small-message latency with PIO, DMA and the
@@ -67,8 +68,9 @@ static void print_context(void)
 	char buf[512];
 	struct utsname u;
 
-	puts("viaduct bench_vipl -- VIPL over the shm provider (the CLAN VIA paper "
-	     "section 4)");
+	printf("viaduct bench_vipl -- VIPL over %s (the CLAN VIA paper section 4)\n",
+	       strncmp(opt.device, "ofi", 3) && strncmp(opt.device, "/dev/ofi", 8) ?
+	       "the provider VIADUCT_PROVIDER names (default shm)" : "the ofi provider");
 	print_rule(RULE_WIDTH);
 	read_first_match("/proc/cpuinfo", "model name", buf, sizeof(buf));
 	print_context_line("cpu_model", "CPU model", buf);

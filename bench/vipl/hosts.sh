@@ -38,7 +38,7 @@ fi_lat() {
 
 # 3. bench_vipl across the two hosts
 vd_in A env BENCH_NETNS_CLIENT="/run/netns/$VD_NS_B" BENCH_SERVER_HOST="$VD_IP_A" \
-	"$B/bench/bench_vipl" ${QUICK:+--quick} --only latency,bandwidth --device ofi \
+	"$B/bench/bench_vipl" ${QUICK:+--quick} --only latency,bandwidth,cq --device ofi \
 	--csv "$out/vipl.csv" > "$out/vipl.txt" 2>&1
 
 tcp_lat() { awk -v s="$1" '$1 == "latency" && $2 == s { print $3 }' "$out/tcp"; }
@@ -58,6 +58,11 @@ for s in 65536 1048576 4194304; do
 	v=$(via_bw $s); t=$(tcp_bw $s)
 	printf '%-34s %12s %12s %10s\n' "$s bytes" "${v:-n/a}" "${t:-n/a}" \
 		"$(awk -v a="${v:-0}" -v b="${t:-0}" 'BEGIN { if (a && b) printf "%.2f", a / b; else print "n/a" }')"
+done
+cq() { awk -F, -v c="$1" -v n="$2" '$1 == "cq" && $2 == c && $3 == n && $4 == "req_per_s" { printf "%.0f\n", $5 }' "$out/vipl.csv" | head -1; }
+printf '\n%-34s %12s %12s\n' "CQ server (requests/s)" "VipCQDone" "VipCQWait"
+for n in 1 16 256; do
+	printf '%-34s %12s %12s\n' "$n connections" "$(cq poll $n)" "$(cq wait $n)"
 done
 echo
 echo "(fi_pingpong: its own 'usec/xfer'; bench_vipl's full tables follow)"
