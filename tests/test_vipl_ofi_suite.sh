@@ -7,8 +7,7 @@
 # 6-byte addresses, the 32-slot window) or not yet right over ofi:
 # xfer_rel (the sender learns of a dropped unreliable send only later,
 # so its dropped_sends count lags), api_conn (shm's address checks),
-# ext_split (request splitting is not built over ofi) and fault_revoke
-# (white-box: shm's table).
+# fault_revoke (white-box: shm's table).
 set -u
 B=${1:?build dir}
 T="$B/tests"
@@ -27,7 +26,7 @@ export VIADUCT_OFI_PROVIDER=tcp
 fails=0
 tests="api_vi api_cq api_limits api_post cq_basic cq_many prot_handles prot_revoke
        prot_local xfer_disc xfer_sg xfer_rdma xfer_recvreg xfer_conn
-       fault_rdma_death fault_peer ext_flow xfer_threads xfer_max prot_rdma"
+       fault_rdma_death fault_peer ext_flow ext_split xfer_threads xfer_max prot_rdma"
 # run TEST HOW [VAR=value...]
 run() {
 	local t=$1 how=$2
@@ -48,7 +47,7 @@ done
 # Again with every transfer moved by the fabric's RMA (zero copy, pulled
 # or pushed by the target), whatever its size: the same checks must hold.
 zc="prot_handles prot_revoke prot_local xfer_sg xfer_rdma xfer_recvreg fault_rdma_death ext_flow
-    prot_rdma"
+    ext_split prot_rdma"
 for t in $zc; do
 	run "$t" ", zero copy from 1 byte" VIADUCT_OFI_ZC_MIN=1
 done

@@ -304,10 +304,15 @@ struct vd_ofi_conn {
 	bool rx_active;             /* rq.lock: a send is being placed */
 	bool rx_drop;               /* rq.lock: ...and dropped (unreliable) */
 	uint64_t rx_got;            /* rq.lock: bytes of it so far */
+	uint64_t rx_coff;           /* rq.lock: bytes of the head chunk placed */
+	uint64_t rx_dgot;           /* rq.lock: bytes in the front descriptor */
+	bool rx_split;              /* rq.lock: it spans descriptors */
 	uint32_t rdma_bad_seq;      /* rq.lock: RDMA write refused: seq + 1 */
 	bool zc;                    /* both ends take zero-copy transfers */
 	bool zc_active;             /* rq.lock: the head message moves by RMA */
 	uint64_t zc_off;            /* rq.lock: bytes of it posted so far */
+	uint64_t zc_base;           /* rq.lock: where the front descriptor's
+	                             * part of it begins */
 	_Atomic uint32_t zc_out;    /* its fabric transfers not yet complete */
 	_Atomic int zc_err;         /* the first one's error */
 	_Atomic bool zc_retry;      /* the fabric could not take one: the
@@ -410,7 +415,39 @@ struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint
 void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell);
 void vd_ofi_keepalive(struct vd_ofi_nic *on);
 
+static inline bool vd_ofi_reliable(const struct vd_vi *vi)
+{
+	return vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE;
+}
+
+/* Copies into or out of registered memory happen between these two, so
+ * a deregistration (vd_ofi_mr_dereg) waits for them.  Seq_cst: pairs with
+ * the dereg's load of `placing` after its revocation of the key. */
+static inline void vd_ofi_place_begin(struct vd_ofi_nic *on)
+{
+	atomic_fetch_add(&on->placing, 1);
+}
+
+static inline void vd_ofi_place_end(struct vd_ofi_nic *on)
+{
+	atomic_fetch_sub(&on->placing, 1);
+}
+
 /* ofi_xfer.c */
+void vd_ofi_hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq);
+/* A header-only data-path message (DONE, DROPPED, ...) to c's peer. */
+int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a);
+
+/* ofi_recv.c */
+/* Receive descriptors marked bad at post time complete when they reach
+ * the front; then the front one, or NULL. */
+VIP_DESCRIPTOR *vd_ofi_front_recv(struct vd_vi *vi);
+/* The peer sent what no honest peer sends: break, telling it. */
+void vd_ofi_rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code);
+/* A SEND message (chunk or zero-copy request); false: it stays at the
+ * head of the arrivals for now. */
+bool vd_ofi_rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		    const uint8_t *p);
 int vd_ofi_send_progress(struct vd_vi *vi);
 int vd_ofi_recv_publish(struct vd_vi *vi);
 int vd_ofi_recv_progress(struct vd_vi *vi);

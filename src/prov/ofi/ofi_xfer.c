@@ -20,32 +20,14 @@
 
 #include "prov/ofi/ofi.h"
 
-static bool reliable(const struct vd_vi *vi)
-{
-	return vi->attrs.ReliabilityLevel != VIP_SERVICE_UNRELIABLE;
-}
-
 static struct vd_ofi_conn *conn_of(struct vd_vi *vi)
 {
 	return vi->conn;
 }
 
-/* Copies into or out of registered memory happen between these two, so
- * a deregistration (vd_ofi_mr_dereg) waits for them.  Seq_cst: pairs with
- * the dereg's load of `placing` after its revocation of the key. */
-static void place_begin(struct vd_ofi_nic *on)
-{
-	atomic_fetch_add(&on->placing, 1);
-}
-
-static void place_end(struct vd_ofi_nic *on)
-{
-	atomic_fetch_sub(&on->placing, 1);
-}
-
 /* ---- sending messages --------------------------------------------------------------------- */
 
-static void hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq)
+void vd_ofi_hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = VD_OFI_MAGIC;
@@ -56,11 +38,11 @@ static void hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, 
 	h->seq = seq;
 }
 
-static int send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a)
+int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a)
 {
 	struct vd_ofi_hdr h;
 
-	hdr_init(c, &h, type, seq);
+	vd_ofi_hdr_init(c, &h, type, seq);
 	h.a = a;
 	return vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 }
@@ -139,7 +121,7 @@ static int post_chunks(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq,
 		struct vd_ofi_hdr h;
 		bool last = c->tx_off + n == total;
 
-		hdr_init(c, &h, rdma ? VD_OFI_RDMAW : VD_OFI_SEND, seq);
+		vd_ofi_hdr_init(c, &h, rdma ? VD_OFI_RDMAW : VD_OFI_SEND, seq);
 		if (rdma) {
 			h.a = as->Handle;
 			h.b = (uint64_t)(uintptr_t)vd_pv(as->Data) + c->tx_off;
@@ -176,7 +158,7 @@ static int post_read(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, uin
 
 	/* Release pairs with the acquire in rx_read_data(). */
 	atomic_store_explicit(&t->desc, d, memory_order_release);
-	hdr_init(c, &h, VD_OFI_RDMAR, seq);
+	vd_ofi_hdr_init(c, &h, VD_OFI_RDMAR, seq);
 	h.a = as->Handle;
 	h.b = (uint64_t)(uintptr_t)vd_pv(as->Data);
 	h.d = total;
@@ -220,7 +202,7 @@ static int post_zc(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, unsig
 			       op == VIP_CONTROL_OP_RDMAREAD ? FI_REMOTE_WRITE : FI_REMOTE_READ, &z);
 	if (err)
 		return err;
-	hdr_init(c, &h, op == VIP_CONTROL_OP_SENDRECV ? VD_OFI_SEND :
+	vd_ofi_hdr_init(c, &h, op == VIP_CONTROL_OP_SENDRECV ? VD_OFI_SEND :
 			op == VIP_CONTROL_OP_RDMAWRITE ? VD_OFI_RDMAW : VD_OFI_RDMAR, seq);
 	if (op == VIP_CONTROL_OP_SENDRECV) {
 		h.b = total;
@@ -354,7 +336,7 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		if (st == VIP_STATUS_RDMA_PROT_ERROR)
 			vi->stats.protection_errors++;
 		vd_wq_complete_send(vi, st);
-		if (st && reliable(vi) && st != VIP_STATUS_LENGTH_ERROR) {
+		if (st && vd_ofi_reliable(vi) && st != VIP_STATUS_LENGTH_ERROR) {
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
 			return;
 		}
@@ -381,260 +363,6 @@ int vd_ofi_send_progress(struct vd_vi *vi)
 	return 0;
 }
 
-/* ---- placing arrivals (rq.lock) ---------------------------------------------------------------- */
-
-/* Receive descriptors marked bad at post time complete when they reach
- * the front; then the front one, or NULL. */
-static VIP_DESCRIPTOR *front_recv(struct vd_vi *vi)
-{
-	while (vi->rq.done < vi->rq.tail) {
-		VIP_DESCRIPTOR *d = vd_wq_at(&vi->rq, vi->rq.done);
-		if (!d->CS.Reserved)
-			return d;
-		vd_wq_complete_recv(vi, d->CS.Reserved, 0, 0, true);
-	}
-	return NULL;
-}
-
-/* Scatter n bytes at offset off of the message into d's segments, laid
- * out by their declared Length (the whole message was checked to land in
- * registered memory, vd_recv_lands_registered). */
-static void scatter(VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
-{
-	for (unsigned i = 0; i < d->CS.SegCount && n; i++) {
-		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
-		if (off >= s->Length) {
-			off -= s->Length;
-			continue;
-		}
-		size_t k = s->Length - off < n ? (size_t)(s->Length - off) : n;
-		memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
-		p += k;
-		n -= k;
-		off = 0;
-	}
-}
-
-static void rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
-{
-	vd_log("ofi: connection %u: refusing what the peer sent", c->idx);
-	vd_ofi_conn_break(c, code, true);
-}
-
-/* A receive descriptor for a message that starts now: 0, or -ENOSPC when
- * there is none (already handled per reliability level). */
-static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
-{
-	VIP_DESCRIPTOR *d = front_recv(vi);
-
-	if (!d && (h->flags & VD_OFI_F_FLOW)) {
-		/* The sender waits for a receive: keep the message. */
-		if (c->rx_deferred != h->seq + 1) {
-			c->rx_deferred = h->seq + 1;
-			send_ctl(c, VD_OFI_DEFERRED, h->seq, 0);
-		}
-		return -EAGAIN;
-	}
-	c->rx_active = true;
-	c->rx_drop = false;
-	c->rx_seq = h->seq;
-	c->rx_got = 0;
-	if (d)
-		return 0;
-	if (reliable(vi)) {
-		rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-		return -ENOSPC;
-	}
-	send_ctl(c, VD_OFI_DROPPED, h->seq, 0);   /* for the sender's stats */
-	c->rx_drop = true;
-	return 0;
-}
-
-/* The receive descriptor at the front checked for a whole message of
- * `total` bytes; false when it failed (completed with the error). */
-static bool rx_fits(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t total)
-{
-	if (total <= vd_desc_room(d) && vd_recv_lands_registered(vi, d, total))
-		return true;
-	/* Longer than the descriptor: length error; landing outside its
-	 * registered memory: protection error.  Nothing lands. */
-	vd_wq_complete_recv(vi, total > vd_desc_room(d) ? VIP_STATUS_LENGTH_ERROR :
-			    VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
-	return false;
-}
-
-/* Pull a zero-copy send into d from c->zc_off on, one fabric read per
- * segment piece, each checked under a hold on its region. */
-static int zc_pull_recv(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, const struct vd_ofi_zc *z,
-			uint64_t total)
-{
-	uint64_t most = c->on->info->ep_attr->max_msg_size;
-
-	while (c->zc_off < total) {
-		uint64_t off = c->zc_off;
-		unsigned i = 0;
-		VIP_DATA_SEGMENT *s = vd_desc_seg(d, 0);
-
-		while (off >= s->Length) {      /* rx_fits: total fits in d */
-			off -= s->Length;
-			s = vd_desc_seg(d, ++i);
-		}
-		uint64_t k = s->Length - off < total - c->zc_off ? s->Length - off :
-			     total - c->zc_off;
-		if (most && k > most)
-			k = most;
-		uint8_t *dst = (uint8_t *)vd_pv(s->Data) + off;
-		vd_ofi_zc_hold(c->on, s->Handle);
-		int err = vd_tpt_check_local(c->vi->nic, s->Handle, (uint64_t)(uintptr_t)dst, k,
-					     c->vi->ptag_id) ? -EACCES :
-			  vd_ofi_zc_move(c, true, dst, (size_t)k, s->Handle, z, c->zc_off);
-		vd_ofi_zc_release(c->on, s->Handle);
-		if (err)
-			return err;
-		c->zc_off += k;
-	}
-	return 0;
-}
-
-/* The pulled send is in (or failed): complete the receive, say DONE. */
-static bool rx_send_zc_end(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
-			   VIP_DESCRIPTOR *d)
-{
-	int err = atomic_load(&c->zc_err);
-
-	c->zc_active = false;
-	c->rx_active = false;
-	if (d && err == EACCES) {       /* deregistered before we pulled */
-		vd_wq_complete_recv(vi, VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
-		if (reliable(vi)) {
-			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-			return true;
-		}
-	} else if (err) {
-		rx_fail(c, VIP_ERROR_CONN_LOST);
-		return true;
-	} else if (d) {
-		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
-				    (uint32_t)h->b, h->imm, true);
-	}
-	send_ctl(c, VD_OFI_DONE, h->seq, 0);
-	return true;
-}
-
-/* A send of one message whose data the fabric pulls from the sender
- * (VD_OFI_F_ZC).  It stays at the head of the arrivals until its reads
- * completed: false. */
-static bool rx_send_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
-		       const uint8_t *p)
-{
-	struct vd_ofi_zc z;
-	VIP_DESCRIPTOR *d;
-
-	if (!c->zc_active) {
-		if (!c->zc || c->rx_active || h->a != 0 || h->b > VD_MAX_TRANSFER ||
-		    h->len != sizeof(z) || !(h->flags & VD_OFI_F_LAST)) {
-			rx_fail(c, VIP_ERROR_CONN_LOST);
-			return true;
-		}
-		int err = rx_start(vi, c, h);
-		if (err)
-			return err != -EAGAIN;
-		d = c->rx_drop ? NULL : front_recv(vi);
-		if (d && !rx_fits(vi, d, h->b)) {
-			c->rx_drop = true;
-			if (reliable(vi)) {
-				rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-				return true;
-			}
-		}
-		c->zc_active = true;
-		c->zc_off = 0;
-		atomic_store(&c->zc_err, 0);
-	}
-	memcpy(&z, p, sizeof(z));
-	d = c->rx_drop ? NULL : front_recv(vi);
-	if (d && !atomic_load(&c->zc_err)) {
-		int err = zc_pull_recv(c, d, &z, h->b);
-		if (err == -EAGAIN) {
-			vd_ofi_zc_retry(c);
-			return false;
-		}
-		if (err)
-			atomic_store(&c->zc_err, err == -EACCES ? EACCES : EIO);
-	}
-	if (atomic_load(&c->zc_out))
-		return false;           /* their completions kick us again */
-	return rx_send_zc_end(vi, c, h, d);
-}
-
-/* false: kept for later (flow control, no receive yet). */
-static bool rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
-		    const uint8_t *p)
-{
-	VIP_DESCRIPTOR *d;
-
-	if (h->flags & VD_OFI_F_ZC)
-		return rx_send_zc(vi, c, h, p);
-	if (!c->rx_active) {
-		if (h->a != 0 || h->b > VD_MAX_TRANSFER) {
-			rx_fail(c, VIP_ERROR_CONN_LOST);
-			return true;
-		}
-		int err = rx_start(vi, c, h);
-		if (err)
-			return err != -EAGAIN;
-	}
-	bool last = h->flags & VD_OFI_F_LAST;
-
-	/* Chunks in order, within the announced total, the last one ending
-	 * exactly there: nothing else is what an honest sender writes. */
-	if (h->seq != c->rx_seq || h->a != c->rx_got || h->b < h->a + h->len ||
-	    last != (h->a + h->len == h->b)) {
-		vd_log("ofi: send chunk out of sequence (seq %u/%u, offset %llu/%llu)",
-		       h->seq, c->rx_seq, (unsigned long long)h->a,
-		       (unsigned long long)c->rx_got);
-		rx_fail(c, VIP_ERROR_CONN_LOST);    /* not what this peer sent */
-		return true;
-	}
-	d = c->rx_drop ? NULL : front_recv(vi);
-	if (d && c->rx_got == 0 && !rx_fits(vi, d, h->b)) {
-		c->rx_drop = true;
-		d = NULL;
-		if (reliable(vi)) {
-			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-			return true;
-		}
-	}
-	if (d) {
-		/* Checked again under place_begin: a deregistration since the
-		 * first chunk must not see us write. */
-		place_begin(c->on);
-		bool ok = vd_recv_lands_registered(vi, d, h->a + h->len);
-		if (ok)
-			scatter(d, h->a, p, h->len);
-		place_end(c->on);
-		if (!ok) {
-			vd_wq_complete_recv(vi, VIP_STATUS_PROTECTION_ERROR, 0, 0, true);
-			c->rx_drop = true;
-			d = NULL;
-			if (reliable(vi)) {
-				rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
-				return true;
-			}
-		}
-	}
-	c->rx_got += h->len;
-	if (!last)
-		return true;
-	c->rx_active = false;
-	if (d)
-		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
-				    (uint32_t)h->b, h->imm, true);
-	if (h->flags & VD_OFI_F_ACK)
-		send_ctl(c, VD_OFI_DONE, h->seq, 0);
-	return true;
-}
-
 /* The target VI's own permission, then the region's. */
 static int rdma_check(struct vd_vi *vi, uint64_t handle, uint64_t addr, uint64_t len, bool write)
 {
@@ -647,16 +375,16 @@ static int rdma_check(struct vd_vi *vi, uint64_t handle, uint64_t addr, uint64_t
 static void rdma_refuse(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t seq, bool write)
 {
 	vi->stats.protection_errors++;
-	send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
-	if (reliable(vi))
+	vd_ofi_send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
+	if (vd_ofi_reliable(vi))
 		vd_ofi_conn_break(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT, false);
 }
 
 static void rdmaw_imm(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 {
-	if (!front_recv(vi)) {
-		if (reliable(vi))
-			rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
+	if (!vd_ofi_front_recv(vi)) {
+		if (vd_ofi_reliable(vi))
+			vd_ofi_rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
 		else
 			vi->stats.dropped_sends++;
 		return;
@@ -672,11 +400,11 @@ static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 
 	if (c->rdma_bad_seq == h->seq + 1)
 		return;                 /* the rest of a refused write */
-	place_begin(c->on);
+	vd_ofi_place_begin(c->on);
 	err = rdma_check(vi, h->a, h->b, h->len, true);
 	if (!err)
 		memcpy((void *)(uintptr_t)h->b, p, h->len);
-	place_end(c->on);
+	vd_ofi_place_end(c->on);
 	if (err) {
 		c->rdma_bad_seq = h->seq + 1;
 		rdma_refuse(vi, c, h->seq, true);
@@ -686,7 +414,7 @@ static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 		return;
 	if (h->flags & VD_OFI_F_IMM)
 		rdmaw_imm(vi, c, h);
-	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
 }
 
 /* An RDMA write (pulled: fi_read) or read (pushed: fi_write) that the
@@ -700,7 +428,7 @@ static bool rx_rdma_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_
 
 		if (!c->zc || h->len != sizeof(z) || h->c != 0 || h->d > VD_MAX_TRANSFER ||
 		    !(h->flags & VD_OFI_F_LAST)) {
-			rx_fail(c, VIP_ERROR_CONN_LOST);
+			vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 			return true;
 		}
 		memcpy(&z, p, sizeof(z));
@@ -718,7 +446,7 @@ static bool rx_rdma_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_
 			return false;
 		}
 		if (err) {
-			rx_fail(c, VIP_ERROR_CONN_LOST);
+			vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 			return true;
 		}
 		c->zc_active = true;
@@ -728,12 +456,12 @@ static bool rx_rdma_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_
 		return false;
 	c->zc_active = false;
 	if (atomic_load(&c->zc_err)) {
-		rx_fail(c, VIP_ERROR_CONN_LOST);
+		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return true;
 	}
 	if (write && (h->flags & VD_OFI_F_IMM))
 		rdmaw_imm(vi, c, h);
-	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
 	return true;
 }
 
@@ -752,20 +480,20 @@ static void rx_rdmar(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 		struct vd_ofi_hdr r;
 		int err;
 
-		hdr_init(c, &r, VD_OFI_RDMAR_DATA, h->seq);
+		vd_ofi_hdr_init(c, &r, VD_OFI_RDMAR_DATA, h->seq);
 		r.a = off;
-		place_begin(c->on);
+		vd_ofi_place_begin(c->on);
 		err = rdma_check(vi, h->a, h->b + off, n, false);
 		if (!err)
 			err = vd_ofi_send_msg(c->on, c->peer, c, &r, (void *)(uintptr_t)(h->b + off), n, 0);
-		place_end(c->on);
+		vd_ofi_place_end(c->on);
 		if (err) {
 			rdma_refuse(vi, c, h->seq, false);
 			return;
 		}
 		off += n;
 	}
-	send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
 }
 
 /* Initiator: a chunk of what our RDMA read asked for. */
@@ -778,10 +506,10 @@ static void rx_read_data(struct vd_vi *vi, struct vd_ofi_conn *c, const struct v
 	uint64_t off = h->a, len = h->len;
 
 	if (!d || t->seq != h->seq) {
-		rx_fail(c, VIP_ERROR_CONN_LOST);
+		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return;
 	}
-	place_begin(c->on);
+	vd_ofi_place_begin(c->on);
 	for (unsigned i = 1; i < d->CS.SegCount && len; i++) {
 		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
 		if (off >= s->Length) {
@@ -796,7 +524,7 @@ static void rx_read_data(struct vd_vi *vi, struct vd_ofi_conn *c, const struct v
 		len -= k;
 		off = 0;
 	}
-	place_end(c->on);
+	vd_ofi_place_end(c->on);
 }
 
 static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
@@ -806,7 +534,7 @@ static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 	/* A status is 0 or error bits only: never DONE, an op code or
 	 * IMMEDIATE from the wire. */
 	if (t->seq != h->seq || !t->wants_done || (h->a & ~(uint64_t)VIP_STATUS_ERROR_MASK)) {
-		rx_fail(c, VIP_ERROR_CONN_LOST);
+		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return;
 	}
 	atomic_store(&t->status, (uint32_t)h->a + 1);
@@ -821,7 +549,7 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 
 	switch (h->type) {
 	case VD_OFI_SEND:
-		return rx_send(vi, c, h, p);
+		return vd_ofi_rx_send(vi, c, h, p);
 	case VD_OFI_RDMAW:
 		if (h->flags & VD_OFI_F_ZC)
 			return rx_rdma_zc(vi, c, h, p, true);
