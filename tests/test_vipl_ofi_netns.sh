@@ -68,12 +68,21 @@ fi
 kill $spid 2>/dev/null
 wait $spid 2>/dev/null
 
-# 4. a peer that dies; a link that goes down
+# 4. a peer that dies; a link that goes down -- once the two are
+# connected (a loaded machine may take seconds to start a process).
+connected() {
+	for _ in $(seq 200); do
+		grep -q '^connected$' "$log" && return 0
+		sleep 0.1
+	done
+	return 1
+}
 vd_in A timeout 60 "$T/ofi_netpair" watch lv >"$log" 2>&1 &
 spid=$!
 sleep 0.3
 vd_in B timeout 60 "$T/ofi_netpair" hold "$VD_IP_A" lv >/dev/null 2>&1 &
 cpid=$!
+connected
 sleep 1
 pkill -9 -f "ofi_netpair hold $VD_IP_A lv"     # the process, not its wrapper
 wait $spid
@@ -93,6 +102,7 @@ spid=$!
 sleep 0.3
 vd_in B env VIADUCT_OFI_TIMEOUT_MS=2000 timeout 60 "$T/ofi_netpair" hold "$VD_IP_A" ld >/dev/null 2>&1 &
 cpid=$!
+connected
 sleep 1
 vd_link down
 wait $spid

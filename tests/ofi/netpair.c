@@ -283,6 +283,8 @@ static int watch(const char *disc)
 	OK(VipConnectAccept(ch, s.vi));
 	OK(VipRecvWait(s.vi, TIMEOUT, &o));
 	t0 = now_ms();
+	printf("connected\n");         /* the test cuts the peer off now */
+	fflush(stdout);
 	if (VipRecvWait(s.vi, 30000, &o) != VIP_DESCRIPTOR_ERROR)
 		return 1;
 	printf("broken after %llu ms\n", (unsigned long long)(now_ms() - t0));
