@@ -183,7 +183,7 @@ static void usage(FILE *out, const char *prog)
 		"(section,case,x,metric,value)\n"
 		"  --quick        fewer and shorter runs (smoke run)\n"
 		"  --only LIST    comma-separated subset of "
-		"limits,latency,bandwidth,cq\n"
+		"limits,latency,bandwidth,cq,reg\n"
 		"  --device NAME  the device VipOpenNic opens (default "
 		"/dev/via_lo)\n", prog);
 }
@@ -191,7 +191,7 @@ static void usage(FILE *out, const char *prog)
 static int parse_only(const char *list)
 {
 	static const char *const names[] = { "limits", "latency", "bandwidth",
-					      "cq" };
+					      "cq", "reg" };
 	char buf[128], *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", list);
@@ -199,7 +199,7 @@ static int parse_only(const char *list)
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		unsigned bit = 0;
 
-		for (unsigned i = 0; i < 4; i++)
+		for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (strcmp(t, names[i]) == 0)
 				bit = 1u << i;
 		if (!bit)
@@ -270,6 +270,8 @@ int main(int argc, char **argv)
 		section_bandwidth();
 	if (opt.sections & SEC_CQ)
 		section_cq();
+	if (opt.sections & SEC_REG)
+		section_reg();
 	section_targets();
 	return csv_close("bench_vipl") == 0 ? 0 : 1;
 }

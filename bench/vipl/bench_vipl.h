@@ -33,7 +33,8 @@ enum section {
 	SEC_LATENCY = 1u << 1,
 	SEC_BANDWIDTH = 1u << 2,
 	SEC_CQ = 1u << 3,
-	SEC_ALL = 0xf,
+	SEC_REG = 1u << 4,
+	SEC_ALL = 0x1f,
 };
 
 struct options {
@@ -192,6 +193,7 @@ void section_limits(void);     /* limits.c */
 void section_latency(void);    /* latency.c */
 void section_bandwidth(void);  /* bandwidth.c */
 void section_cq(void);         /* cq.c */
+void section_reg(void);        /* reg.c */
 /* A child that opens the NIC and reports its attributes (endpoint.c). */
 int probe_nic(char *desc, size_t len);
 /* A fresh job number: discriminators never repeat within a run. */

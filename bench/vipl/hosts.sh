@@ -38,7 +38,7 @@ fi_lat() {
 
 # 3. bench_vipl across the two hosts
 vd_in A env BENCH_NETNS_CLIENT="/run/netns/$VD_NS_B" BENCH_SERVER_HOST="$VD_IP_A" \
-	"$B/bench/bench_vipl" ${QUICK:+--quick} --only latency,bandwidth,cq --device ofi \
+	"$B/bench/bench_vipl" ${QUICK:+--quick} --only latency,bandwidth,cq,reg --device ofi \
 	--csv "$out/vipl.csv" > "$out/vipl.txt" 2>&1
 
 tcp_lat() { awk -v s="$1" '$1 == "latency" && $2 == s { print $3 }' "$out/tcp"; }
