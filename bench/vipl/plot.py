@@ -9,7 +9,9 @@ Panels: Table 1 as bars (half round trip per case and size, with the
 busy-poll floor and the 4x target); figure 6 (bandwidth against message
 size, next to raw process_vm_writev and memcpy); AUTO / raw
 process_vm_writev with the 0.95 target; figure 7 (CQ server requests/s
-against the number of connections).
+against the number of connections); the SCI user-memory paper's figure 7
+(effective RDMA write bandwidth with registration and connection per
+transfer).
 """
 import os
 import sys
@@ -30,6 +32,11 @@ BW_CASES = (
     ("auto_fc", "AUTO, flow-control ext.", "tab:purple", "v-"),
 )
 CQ_CASES = (("poll", "VipCQDone (poll)", "tab:blue"), ("wait", "VipCQWait", "tab:red"))
+REG_CASES = (
+    ("cached", "registered + connected once", "tab:green", "o-"),
+    ("reg_xfer", "register + transfer", "tab:orange", "s-"),
+    ("reg_conn_xfer", "register + connect + transfer", "tab:red", "^-"),
+)
 LAT_TARGET = 4.0
 BW_TARGET = 0.95
 CQ_TARGET = 0.90
@@ -133,6 +140,22 @@ def plot_cq(ax, data):
     ax.legend(fontsize=7)
 
 
+def plot_reg(ax, data):
+    title = "SCI paper fig. 7: RDMA write from a user buffer, effective bandwidth"
+    if not any(data.get(("reg", c[0], "mb_per_s")) for c in REG_CASES):
+        return no_data(ax, title)
+    for case, label, color, style in REG_CASES:
+        xs, ys = series(data, "reg", case, "mb_per_s")
+        if xs:
+            ax.plot(xs, ys, style, color=color, label=label)
+    size_axis(ax)
+    ax.set_ylabel("MB/s")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+
+
 def main():
     args = csv_png_args("bench_vipl")
 
@@ -141,12 +164,14 @@ def main():
         sys.exit("plot.py: %s holds no measurements" % args.csv)
 
     plt = pyplot("plot.py")
-    fig, axes = plt.subplots(2, 2, figsize=(15, 10.5))
+    fig, axes = plt.subplots(3, 2, figsize=(15, 15.5))
     plot_latency(axes[0][0], data)
     plot_bandwidth(axes[0][1], data)
     plot_ratio(axes[1][0], data)
     plot_cq(axes[1][1], data)
-    fig.suptitle("viaduct VIPL over shm (bench_vipl, %s; %s)"
+    plot_reg(axes[2][0], data)
+    axes[2][1].axis("off")
+    fig.suptitle("viaduct VIPL (bench_vipl, %s; %s)"
                  % (context_text(context, "machine", "mode").split(":")[0],
                     context_text(context, "machine", "cpu_model", "unknown CPU")))
     save(fig, args.png, "plot.py")
