@@ -452,6 +452,7 @@ static void victim_start(struct surv *s)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		g_victim = 0;
 		alarm(20);
+		vt_as_child();
 		_exit(victim_main(sv[1], s->kind));
 	}
 	close(sv[1]);

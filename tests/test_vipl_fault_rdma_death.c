@@ -51,7 +51,7 @@ static int target(void *arg)
 	VT_OK(vt_mem_get(s.nic, VT_DESC_STRIDE, NULL, &dm));
 	vt_desc_recv(vt_desc_at(&dm, 0), mh, buf, (uint32_t)BIG);
 	VT_OK(VipPostRecv(s.vi, vt_desc_at(&dm, 0), dm.mh));
-	vt_side_connect(&s, disc);
+	VT_OK(vt_server_accept(s.nic, s.vi, disc, 60000));
 	VDT_CHECK(vt_put_u64(vt_fd, (uint64_t)(uintptr_t)mh) == 0);
 	VDT_CHECK(vt_put_u64(vt_fd, (uint64_t)(uintptr_t)buf) == 0);
 	VDT_CHECK(vt_put_u64(vt_fd, (uint64_t)getpid()) == 0);
@@ -110,6 +110,7 @@ static uint32_t one_op(int op, unsigned delay_us)
 	if (pid == 0) {
 		close(sv[0]);
 		vt_fd = sv[1];
+		vt_as_child();
 		_exit(target(NULL));
 	}
 	close(sv[1]);

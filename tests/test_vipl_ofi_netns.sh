@@ -45,7 +45,9 @@ fi
 rm -f "$log.s"
 
 # 2. black-box tests, one process on each host
-for t in api_cq api_post cq_basic xfer_disc; do
+# shellcheck source=tests/ofi/blackbox.sh
+. "$HERE/ofi/blackbox.sh"
+for t in $VD_OFI_TESTS; do
 	if vd_in A env VT_NETNS_CHILD="/run/netns/$VD_NS_B" VT_HOST_PARENT="$VD_IP_A" \
 		VT_HOST_CHILD="$VD_IP_B" timeout 120 "$T/test_vipl_$t" >"$log" 2>&1; then
 		echo "ok   test_vipl_$t across hosts"

@@ -250,7 +250,7 @@ static int c_side(void *arg)
 	vt_side_open(&s, VIP_SERVICE_UNRELIABLE, NULL);
 	open_mem(&s, &dm, &bm);
 	mine = vt_addr(s.nic, vt_is_child ? disc_b : disc_a);
-	theirs = vt_addr(s.nic, vt_is_child ? disc_a : disc_b);
+	theirs = vt_peer_addr(s.nic, vt_is_child ? disc_a : disc_b);
 	post_recv(&s, &dm, &bm, 0);
 	VT_OK(VipConnectPeerRequest(s.vi, mine, theirs, 10000));
 	if (vt_is_child) {

@@ -112,6 +112,12 @@ static void vt_enter_netns(void)
 	close(fd);
 }
 
+void vt_as_child(void)
+{
+	vt_is_child = 1;
+	vt_enter_netns();
+}
+
 static void vt_run_child(int (*b)(void *), void *arg, pid_t parent,
 			 unsigned timeout_s)
 {

@@ -50,6 +50,10 @@ int vt_fork2(int (*a)(void *), int (*b)(void *), void *arg, unsigned timeout_s);
 extern int vt_fd;
 /* 1 in the child of vt_fork2, 0 otherwise. */
 extern int vt_is_child;
+/* For a test that forks its peer itself: make this process the child
+ * side (on VT_NETNS_CHILD's host when set; vt_peer_addr then names the
+ * parent's). */
+void vt_as_child(void);
 /* Barrier: write one byte to the peer and read one (10 s limit).  0 or -1
  * (peer died, timeout).  It returns once BOTH sides have reached it; after
  * it both run concurrently, so "A checks, then B acts" needs a second
