@@ -393,6 +393,10 @@ void vd_ofi_ep_close(struct vd_ofi_ep *e);
 uint64_t vd_ofi_mac(const struct vd_ofi_nic *on, const char *label,
 		    const void *p, size_t n, uint64_t salt);
 
+/* ofi_key.c */
+/* The job's 128-bit key: 0, or a negative errno after saying why. */
+int vd_ofi_job_key(uint64_t key[2]);
+
 /* ofi_conn.c */
 int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local,
 			int timeout_ms, struct vd_conn_req **req);
