@@ -43,4 +43,8 @@ done
 for t in $VD_OFI_ZC_TESTS; do
 	run "$t" ", zero copy from 1 byte" VIADUCT_OFI_ZC_MIN=1
 done
+for t in $VD_OFI_MR_LOCAL_TESTS; do
+	run "$t" ", local buffers registered" VIADUCT_OFI_MR_LOCAL=1
+	run "$t" ", local buffers registered, zero copy" VIADUCT_OFI_MR_LOCAL=1 VIADUCT_OFI_ZC_MIN=1
+done
 exit $((fails > 0))

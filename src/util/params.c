@@ -58,6 +58,8 @@ static const struct param params[] = {
 	  "how long an unanswered ofi peer counts as alive (ms)" },
 	{ "VIADUCT_OFI_ZC_MIN", PT_SIZE, "65536", 0, 1ull << 40, NULL,
 	  "from this size ofi transfers move by the fabric's RMA, without a copy (0: never)" },
+	{ "VIADUCT_OFI_MR_LOCAL", PT_BOOL, "0", 0, 0, NULL,
+	  "1: the ofi provider registers its local buffers as FI_MR_LOCAL fabrics need, on any fabric" },
 	{ "VIADUCT_JOB_KEY", PT_STRING, "(key file)", 0, 0, NULL,
 	  "secret shared by the processes of one job; else ~/.viaduct/job-key" },
 	{ "VIADUCT_SHM_PIO_MAX", PT_SIZE, "8192", 0, 128 * KiB, NULL,

@@ -15,3 +15,6 @@ VD_OFI_TESTS="api_vi api_cq api_limits api_post cq_basic cq_many prot_handles pr
 # or pushed by the target), whatever its size: the same checks must hold.
 VD_OFI_ZC_TESTS="prot_handles prot_revoke prot_local xfer_sg xfer_rdma xfer_recvreg
 	fault_rdma_death ext_flow ext_split prot_rdma"
+# And with every local buffer registered with the fabric, as FI_MR_LOCAL
+# fabrics (verbs) need (VIADUCT_OFI_MR_LOCAL=1), with and without zero copy.
+VD_OFI_MR_LOCAL_TESTS="cq_basic xfer_sg xfer_rdma xfer_recvreg ext_split prot_rdma"

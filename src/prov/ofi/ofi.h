@@ -158,6 +158,8 @@ struct vd_ofi_op {
 	struct vd_ofi_op *all_next; /* OP_TX: every one made (freed at close) */
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
 	uint32_t tpt_idx;           /* OP_ZC: the region it moves into/out of */
+	struct fid_mr *mr;          /* mr_local fabrics: buf's registration */
+	void *desc;                 /* ...and its descriptor, else NULL */
 	fi_addr_t to;               /* OP_TX: destination, length */
 	size_t post_len;
 	uint64_t queued_ns;         /* OP_TX in the backlog: since when, */
@@ -256,7 +258,9 @@ struct vd_ofi_nic {
 	uint64_t zc_min;            /* VIADUCT_OFI_ZC_MIN */
 	_Atomic uint32_t *zc_busy;  /* by TPT index: target-side fabric
 	                             * transfers in flight (mr_dereg waits) */
-	void **mr_desc;             /* FI_MR_LOCAL: desc per TPT index */
+	bool mr_local;              /* local buffers are registered (FI_MR_LOCAL
+	                             * or VIADUCT_OFI_MR_LOCAL) */
+	void **mr_desc;             /* mr_local: desc per TPT index */
 	struct fid_mr **mrs;
 };
 
@@ -471,6 +475,10 @@ void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err);
 void vd_ofi_conn_free_data(struct vd_ofi_conn *c);
 
 /* ofi_zc.c */
+/* fi_mr_reg with a fresh key and, on FI_MR_ENDPOINT fabrics, bound to ep
+ * and enabled; fab_lock held.  0 or a negative fi_errno. */
+int vd_ofi_mr_make(struct vd_ofi_nic *on, struct fid_ep *ep, void *buf, size_t len,
+		   uint64_t access, struct fid_mr **out);
 /* Would this descriptor move by zero copy (data segment `first` only)? */
 bool vd_ofi_zc_wanted(const struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, unsigned first,
 		      uint64_t total);

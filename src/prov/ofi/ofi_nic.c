@@ -152,6 +152,11 @@ static int fabric_open(struct vd_ofi_nic *on)
 	    fi_domain(on->fabric, on->info, &on->domain, NULL))
 		return -EIO;
 	on->mr_mode = (uint64_t)on->info->domain_attr->mr_mode;
+	/* VIADUCT_OFI_MR_LOCAL=1 registers local buffers on fabrics that do
+	 * not ask for it too: how that path is tested on tcp. */
+	uint64_t force = 0;
+	(void)viaduct_param_uint("VIADUCT_OFI_MR_LOCAL", 0, &force);
+	on->mr_local = (on->mr_mode & FI_MR_LOCAL) || force;
 	on->key_size = on->info->domain_attr->mr_key_size;
 	if (fi_av_open(on->domain, &av, &on->av, NULL))
 		return -EIO;
@@ -160,9 +165,32 @@ static int fabric_open(struct vd_ofi_nic *on)
 
 /* ---- receive buffers -------------------------------------------------------------------- */
 
-static struct vd_ofi_op *op_alloc(void)
+/* A message buffer; registered with the fabric (bound to ep) where it
+ * wants local buffers registered. */
+static struct vd_ofi_op *op_alloc(struct vd_ofi_nic *on, struct fid_ep *ep)
 {
-	return calloc(1, sizeof(struct vd_ofi_op) + VD_OFI_MSG_MAX);
+	struct vd_ofi_op *op = calloc(1, sizeof(struct vd_ofi_op) + VD_OFI_MSG_MAX);
+	int r;
+
+	if (!op || !on->mr_local)
+		return op;
+	pthread_mutex_lock(&on->fab_lock);
+	r = vd_ofi_mr_make(on, ep, op->buf, VD_OFI_MSG_MAX, FI_SEND | FI_RECV, &op->mr);
+	pthread_mutex_unlock(&on->fab_lock);
+	if (r) {
+		vd_log("ofi: registering a message buffer: %s", fi_strerror(-r));
+		free(op);
+		return NULL;
+	}
+	op->desc = fi_mr_desc(op->mr);
+	return op;
+}
+
+static void op_free(struct vd_ofi_op *op)
+{
+	if (op && op->mr)
+		fi_close(&op->mr->fid);
+	free(op);
 }
 
 void vd_ofi_repost(struct vd_ofi_op *op)
@@ -177,7 +205,7 @@ void vd_ofi_repost(struct vd_ofi_op *op)
 	op->next = NULL;
 	do {
 		pthread_mutex_lock(&e->on->fab_lock);
-		r = (int)fi_recv(e->ep, op->buf, VD_OFI_MSG_MAX, NULL, FI_ADDR_UNSPEC, op);
+		r = (int)fi_recv(e->ep, op->buf, VD_OFI_MSG_MAX, op->desc, FI_ADDR_UNSPEC, op);
 		pthread_mutex_unlock(&e->on->fab_lock);
 	} while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
 	if (r && r != -FI_EAGAIN)
@@ -192,6 +220,8 @@ struct vd_ofi_op *vd_ofi_detach(struct vd_ofi_op *op)
 		return op;      /* keep the fabric's buffer a while longer */
 	memcpy(copy, op, sizeof(*copy) + op->len);
 	copy->ep = NULL;
+	copy->mr = NULL;                /* never posted to the fabric */
+	copy->desc = NULL;
 	vd_ofi_repost(op);
 	return copy;
 }
@@ -218,7 +248,7 @@ int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *servi
 	if (err)
 		return err;
 	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
-		e->rx[i] = op_alloc();
+		e->rx[i] = op_alloc(on, e->ep);
 		if (!e->rx[i])
 			return -ENOMEM;
 		e->rx[i]->kind = OP_RX;
@@ -230,12 +260,13 @@ int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *servi
 
 void vd_ofi_ep_close(struct vd_ofi_ep *e)
 {
+	/* Closing the endpoint cancels its receives: the buffers are ours
+	 * (and their registrations, bound to it, go first). */
 	if (e->ep)
 		fi_close(&e->ep->fid);
 	e->ep = NULL;
-	/* Closing the endpoint cancels its receives: the buffers are ours. */
 	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
-		free(e->rx[i]);
+		op_free(e->rx[i]);
 		e->rx[i] = NULL;
 	}
 }
@@ -252,7 +283,7 @@ struct vd_ofi_op *vd_ofi_tx_get(struct vd_ofi_nic *on)
 		on->tx_free = op->next;
 	vd_unlock(&on->tx_lock);
 	if (!op) {
-		op = op_alloc();
+		op = op_alloc(on, on->data.ep);
 		if (!op)
 			return NULL;
 		vd_lock(&on->tx_lock);
@@ -300,7 +331,7 @@ static int fab_send(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_
 	int r;
 
 	pthread_mutex_lock(&on->fab_lock);
-	r = (int)fi_send(on->data.ep, op->buf, len, NULL, to, op);
+	r = (int)fi_send(on->data.ep, op->buf, len, op->desc, to, op);
 	pthread_mutex_unlock(&on->fab_lock);
 	return r;
 }
@@ -422,12 +453,15 @@ int vd_ofi_mr_reg(struct vd_nic *nic, uint32_t idx, const struct vd_mr_info *m)
 	struct vd_ofi_nic *on = vd_ofi_nic(nic);
 	struct fid_mr *mr;
 
-	if (!(on->mr_mode & FI_MR_LOCAL))
+	int r;
+
+	if (!on->mr_local)
 		return 0;       /* the fabric takes any local buffer */
-	if (!m->pinned)
-		return -EINVAL;
-	if (fi_mr_reg(on->domain, (void *)(uintptr_t)m->addr, m->len,
-		      FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &mr, NULL))
+	pthread_mutex_lock(&on->fab_lock);
+	r = vd_ofi_mr_make(on, on->data.ep, (void *)(uintptr_t)m->addr, m->len,
+			   FI_SEND | FI_RECV | FI_READ | FI_WRITE, &mr);
+	pthread_mutex_unlock(&on->fab_lock);
+	if (r)
 		return -ENOMEM;
 	on->mrs[idx] = mr;
 	on->mr_desc[idx] = fi_mr_desc(mr);
@@ -448,7 +482,9 @@ int vd_ofi_mr_dereg(struct vd_nic *nic, uint32_t idx)
 		usleep(100);
 	}
 	if (on->mrs && on->mrs[idx]) {
+		pthread_mutex_lock(&on->fab_lock);
 		fi_close(&on->mrs[idx]->fid);
+		pthread_mutex_unlock(&on->fab_lock);
 		on->mrs[idx] = NULL;
 		on->mr_desc[idx] = NULL;
 	}
@@ -746,7 +782,7 @@ static int tables_alloc(struct vd_ofi_nic *on)
 	on->zc_busy = calloc(VD_TPT_MAX, sizeof(*on->zc_busy));
 	if (!on->conns || !on->peer_rx_ns || !on->zc_busy)
 		return -ENOMEM;
-	if (on->mr_mode & FI_MR_LOCAL) {
+	if (on->mr_local) {
 		on->mr_desc = calloc(VD_TPT_MAX, sizeof(*on->mr_desc));
 		on->mrs = calloc(VD_TPT_MAX, sizeof(*on->mrs));
 		if (!on->mr_desc || !on->mrs)
@@ -767,12 +803,6 @@ static int nic_start(struct vd_ofi_nic *on, const char *spec)
 		err = fabric_open(on);
 	if (!err)
 		err = tables_alloc(on);
-	if (!err && (on->mr_mode & FI_MR_LOCAL)) {
-		/* Our bounce buffers would need registering too. */
-		fprintf(stderr, "viaduct: ofi: provider %s needs FI_MR_LOCAL, not yet supported\n",
-			on->info->fabric_attr->prov_name);
-		err = -ENOTSUP;
-	}
 	if (!err) {
 		on->preempt_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		err = on->preempt_fd < 0 ? -errno : 0;
@@ -829,6 +859,13 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	for (uint32_t i = 0; on->conns && i < on->conns_hwm; i++)
 		if (on->conns[i])
 			vd_ofi_zc_unexpose_all(on->conns[i]);
+	/* Every send op, wherever it was (free, in the backlog, posted to
+	 * the endpoint closed below); their registrations before it. */
+	for (struct vd_ofi_op *op = on->tx_all; op; op = op->all_next)
+		if (op->mr) {
+			fi_close(&op->mr->fid);
+			op->mr = NULL;
+		}
 	vd_ofi_ep_close(&on->data);
 	if (on->cq)
 		fi_close(&on->cq->fid);
@@ -843,8 +880,6 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 		fi_close(&on->fabric->fid);
 	if (on->info)
 		fi_freeinfo(on->info);
-	/* Every send op, wherever it was (free, in the backlog, posted to
-	 * the endpoint just closed). */
 	while (on->tx_all) {
 		struct vd_ofi_op *op = on->tx_all;
 		on->tx_all = op->all_next;

@@ -28,10 +28,8 @@ static uint64_t key_for(const struct vd_ofi_nic *on)
 	return on->key_size >= 8 ? k : k & ((1ull << (8 * on->key_size)) - 1);
 }
 
-/* fi_mr_reg and, for FI_MR_ENDPOINT fabrics, bind and enable; fab_lock
- * held. */
-static int mr_make(struct vd_ofi_nic *on, void *buf, size_t len, uint64_t access,
-		   struct fid_mr **out)
+int vd_ofi_mr_make(struct vd_ofi_nic *on, struct fid_ep *ep, void *buf, size_t len,
+		   uint64_t access, struct fid_mr **out)
 {
 	int r = -FI_ENOKEY;
 
@@ -40,7 +38,7 @@ static int mr_make(struct vd_ofi_nic *on, void *buf, size_t len, uint64_t access
 	if (r)
 		return r;
 	if (on->mr_mode & FI_MR_ENDPOINT) {
-		r = fi_mr_bind(*out, &on->data.ep->fid, 0);
+		r = fi_mr_bind(*out, &ep->fid, 0);
 		if (!r)
 			r = fi_mr_enable(*out);
 		if (r)
@@ -58,7 +56,7 @@ int vd_ofi_zc_expose(struct vd_ofi_conn *c, struct vd_ofi_tx *t, void *buf, size
 
 	vd_ofi_zc_unexpose(on, t);
 	pthread_mutex_lock(&on->fab_lock);
-	r = mr_make(on, buf, len, access, &mr);
+	r = vd_ofi_mr_make(on, on->data.ep, buf, len, access, &mr);
 	pthread_mutex_unlock(&on->fab_lock);
 	if (r)
 		return -ENOMEM;
