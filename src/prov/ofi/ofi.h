@@ -442,6 +442,7 @@ static inline void vd_ofi_place_end(struct vd_ofi_nic *on)
 }
 
 /* ofi_xfer.c */
+void vd_ofi_dma_copy(void *dst, const void *src, size_t n);
 void vd_ofi_hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq);
 /* A header-only data-path message (DONE, DROPPED, ...) to c's peer. */
 int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a);

@@ -490,14 +490,27 @@ static bool hs_moved(void *arg)
 
 static void conn_attach(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
-	vi->conn = c;
+	/* Release: c complete before a progress pass (conn_of's acquire)
+	 * finds it through the VI. */
+	__atomic_store_n(&vi->conn, c, __ATOMIC_RELEASE);
 	vd_vi_connected(vi);
+}
+
+/* c->vi changes under on->lock (report_breaks reads it there) and the
+ * progress lock (every kick runs inside a progress pass). */
+static void conn_detach(struct vd_ofi_conn *c)
+{
+	vd_ofi_progress_lock(c->on);
+	pthread_mutex_lock(&c->on->lock);
+	c->vi = NULL;
+	pthread_mutex_unlock(&c->on->lock);
+	vd_unlock(&c->on->progress);
 }
 
 static void conn_drop(struct vd_ofi_conn *c)
 {
 	atomic_store(&c->dead, true);
-	c->vi = NULL;
+	conn_detach(c);
 }
 
 void vd_ofi_connect_reject(struct vd_conn_req *req)
@@ -672,9 +685,11 @@ void vd_ofi_disconnect(struct vd_vi *vi)
 	 * nothing touches its held messages but us. */
 	vd_ofi_progress_lock(c->on);
 	vd_ofi_conn_free_data(c);
-	vd_unlock(&c->on->progress);
-	vi->conn = NULL;
+	pthread_mutex_lock(&c->on->lock);
 	c->vi = NULL;
+	pthread_mutex_unlock(&c->on->lock);
+	vd_unlock(&c->on->progress);
+	__atomic_store_n(&vi->conn, NULL, __ATOMIC_RELEASE);
 }
 
 /* ---- peer-to-peer ------------------------------------------------------------------------------ */

@@ -341,7 +341,7 @@ static void backlog_add(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 	op->next = NULL;
 	op->queued_ns = vd_now_ns();
 	op->tries = 0;
-	*on->bl_tail = op;
+	__atomic_store_n(on->bl_tail, op, __ATOMIC_RELAXED);   /* see progress_locked */
 	on->bl_tail = &op->next;
 }
 
@@ -400,7 +400,7 @@ static void backlog_flush(struct vd_ofi_nic *on)
 
 		if (r == -FI_EAGAIN && (op->tries++, !stuck(on, op, now)))
 			break;
-		on->bl_head = op->next;
+		__atomic_store_n(&on->bl_head, op->next, __ATOMIC_RELAXED);
 		if (!on->bl_head)
 			on->bl_tail = &on->bl_head;
 		if (r) {
@@ -687,7 +687,9 @@ static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool bl
 		fd_wait(on, deadline_ns, service);
 		n = drain(on);
 	}
-	if (on->bl_head)
+	/* Relaxed: a hint (backlog_flush looks again under bl_lock); pairs
+	 * with nothing. */
+	if (__atomic_load_n(&on->bl_head, __ATOMIC_RELAXED))
 		backlog_flush(on);
 	retry_kicks(on);
 	vd_unlock(&on->progress);
