@@ -63,6 +63,7 @@ VIP_RETURN VipConnectAccept(VIP_CONN_HANDLE ch, VIP_VI_HANDLE vh)
 		return VIP_INVALID_PARAMETER;
 	if (atomic_load(&vi->state) != VIP_STATE_IDLE || vi->conn)
 		return VIP_INVALID_STATE;
+	atomic_store(&vi->early_break, 0);
 	err = c->nic->ops->connect_accept(c->req, vi);
 	if (err == -EBADSLT || err == -EMSGSIZE || err == -EXDEV)
 		return vd_ret(err);
@@ -89,6 +90,7 @@ static bool enter_pending(struct vd_vi *vi)
 
 	if (vi->conn)
 		return false;
+	atomic_store(&vi->early_break, 0);      /* none from an earlier attempt */
 	return atomic_compare_exchange_strong(&vi->state, &idle, VIP_STATE_CONNECT_PENDING);
 }
 

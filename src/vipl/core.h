@@ -256,6 +256,10 @@ struct vd_vi {
 	_Atomic bool break_unreported;      /* broken by vd_vi_break_locked;
 	                                     * a later vd_vi_conn_broken still
 	                                     * calls the error handler */
+	_Atomic uint32_t early_break;       /* VIP_ERROR_CODE + 1 of a break
+	                                     * that came while an accepted VI
+	                                     * was still Idle (vd_vi_connected
+	                                     * applies it) */
 	VIP_VI_ATTRIBUTES attrs;
 	struct vd_ptag *ptag;               /* held; NULL: any of this NIC */
 	uint32_t ptag_id;                   /* 0: any ptag of this NIC */

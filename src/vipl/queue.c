@@ -273,9 +273,16 @@ void vd_vi_conn_broken(struct vd_vi *vi, VIP_ERROR_CODE code)
 {
 	vd_lock(&vi->sq.lock);
 	vd_lock(&vi->rq.lock);
-	bool broke = break_both_locked(vi);
+	/* An accepting VI stays Idle until vd_vi_connected, but its provider
+	 * already watches the connection: a break now is applied there. */
+	bool early = atomic_load(&vi->state) == VIP_STATE_IDLE;
+	if (early)
+		atomic_store(&vi->early_break, (uint32_t)code + 1);
+	bool broke = !early && break_both_locked(vi);
 	vd_unlock(&vi->rq.lock);
 	vd_unlock(&vi->sq.lock);
+	if (early)
+		return;
 	/* A break the data path made itself (e.g. a copy to a peer that just
 	 * died) is reported when the service thread learns why. */
 	if (!broke && !atomic_exchange(&vi->break_unreported, false))
@@ -291,11 +298,24 @@ void vd_vi_connected(struct vd_vi *vi)
 	vi->nic->ops->conn_ready(vi);
 	vd_lock(&vi->sq.lock);
 	vd_lock(&vi->rq.lock);
-	atomic_store(&vi->state, VIP_STATE_CONNECTED);
-	vi->nic->ops->recv_publish(vi);
+	/* A peer may break the connection the moment the provider watches
+	 * it, before we get here (vd_vi_conn_broken from the service
+	 * thread): Error stays, or that break would be lost. */
+	uint32_t early = atomic_exchange(&vi->early_break, 0);
+	if (atomic_load(&vi->state) != VIP_STATE_ERROR) {
+		atomic_store(&vi->state, VIP_STATE_CONNECTED);
+		vi->nic->ops->recv_publish(vi);
+	}
+	if (early && !break_both_locked(vi))
+		early = 0;
 	vd_unlock(&vi->rq.lock);
 	vd_unlock(&vi->sq.lock);
+	if (early && vi->conn)
+		vi->nic->ops->wake(vi);
 	wake_all(vi);
+	if (early)
+		vd_async_error(vi->nic, vi, NULL, NULL, VIP_RESOURCE_VI,
+			       (VIP_ERROR_CODE)(early - 1));
 }
 
 /* Disconnect or destroy: deliver what already arrived, drop the
