@@ -496,11 +496,14 @@ static void conn_attach(struct vd_vi *vi, struct vd_ofi_conn *c)
 	vd_vi_connected(vi);
 }
 
-/* c->vi changes under on->lock (report_breaks reads it there) and the
- * progress lock (every kick runs inside a progress pass). */
+/* c is dead: once a progress pass that found it alive ended, nothing
+ * touches its held messages but us.  c->vi changes under on->lock
+ * (report_breaks reads it there) and the progress lock (every kick runs
+ * inside a progress pass). */
 static void conn_detach(struct vd_ofi_conn *c)
 {
 	vd_ofi_progress_lock(c->on);
+	vd_ofi_conn_free_data(c);
 	pthread_mutex_lock(&c->on->lock);
 	c->vi = NULL;
 	pthread_mutex_unlock(&c->on->lock);
@@ -681,14 +684,7 @@ void vd_ofi_disconnect(struct vd_vi *vi)
 		vd_ofi_progress(c->on, vd_now_ns() + 1000000, true);
 	if (atomic_load(&c->zc_out))
 		vd_log("ofi: connection %u: a zero-copy transfer outlives it", c->idx);
-	/* A progress pass that found c alive ends before we go on; then
-	 * nothing touches its held messages but us. */
-	vd_ofi_progress_lock(c->on);
-	vd_ofi_conn_free_data(c);
-	pthread_mutex_lock(&c->on->lock);
-	c->vi = NULL;
-	pthread_mutex_unlock(&c->on->lock);
-	vd_unlock(&c->on->progress);
+	conn_detach(c);
 	__atomic_store_n(&vi->conn, NULL, __ATOMIC_RELEASE);
 }
 

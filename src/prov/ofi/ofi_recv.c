@@ -38,7 +38,7 @@ static void scatter(VIP_DESCRIPTOR *d, uint64_t off, const uint8_t *p, size_t n)
 			continue;
 		}
 		size_t k = s->Length - off < n ? (size_t)(s->Length - off) : n;
-		vd_ofi_dma_copy((uint8_t *)vd_pv(s->Data) + off, p, k);
+		memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
 		p += k;
 		n -= k;
 		off = 0;

@@ -28,11 +28,12 @@ static struct vd_ofi_conn *conn_of(struct vd_vi *vi)
 
 /* ---- sending messages --------------------------------------------------------------------- */
 
-/* The one copy into or out of the application's registered memory that
- * its own threads are not synchronized with: what a NIC's DMA engine does
- * (an RDMA write lands with no completion at the target).  One function,
- * kept out of line, so that ThreadSanitizer can be told exactly this
- * (tests/ofi/tsan.supp). */
+/* The one copy into the application's registered memory that its own
+ * threads are not synchronized with: an RDMA write landing at the target,
+ * which gets no completion for it (what a NIC's DMA engine does).  Sends,
+ * receives and RDMA read answers complete through the queues.  One
+ * function, kept out of line, so that ThreadSanitizer can be told exactly
+ * this (tests/ofi/tsan.supp). */
 __attribute__((noinline)) void vd_ofi_dma_copy(void *dst, const void *src, size_t n)
 {
 	memcpy(dst, src, n);
@@ -68,7 +69,7 @@ static void gather(VIP_DESCRIPTOR *d, unsigned first, uint64_t off, uint8_t *dst
 			continue;
 		}
 		size_t k = s->Length - off < n ? s->Length - off : n;
-		vd_ofi_dma_copy(dst, (uint8_t *)vd_pv(s->Data) + off, k);
+		memcpy(dst, (uint8_t *)vd_pv(s->Data) + off, k);
 		dst += k;
 		n -= k;
 		off = 0;
@@ -530,7 +531,7 @@ static void rx_read_data(struct vd_vi *vi, struct vd_ofi_conn *c, const struct v
 		uint64_t k = s->Length - off < len ? s->Length - off : len;
 		if (!vd_tpt_check_local(vi->nic, s->Handle, (uint64_t)(uintptr_t)vd_pv(s->Data) + off,
 					k, vi->ptag_id))
-			vd_ofi_dma_copy((uint8_t *)vd_pv(s->Data) + off, p, k);
+			memcpy((uint8_t *)vd_pv(s->Data) + off, p, k);
 		p += k;
 		len -= k;
 		off = 0;
