@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * VIPL API, one process: completion queues (create, resize, destroy, empty
- * Done/Wait, destroy while bound, notify cancelled by destroy, invalid
- * handles) and the Giganet CQ extras.
+ * Done/Wait, destroy while bound, notify cancelled by destroy, destroy
+ * under a sleeping VipCQWait, invalid handles) and the Giganet CQ extras.
  */
 #include "viptest.h"
+
+#include <pthread.h>
+#include <time.h>
 
 #include <stdatomic.h>
 #include <string.h>
@@ -100,6 +103,50 @@ static void test_notify_cancel(void)
 	VDT_CHECK_EQ(atomic_load(&cq_cb_runs), 0);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct cq_sleeper {
+	VIP_CQ_HANDLE cq;
+	VIP_RETURN r;
+};
+
+static void *cq_sleep_thread(void *arg)
+{
+	struct cq_sleeper *w = arg;
+	VIP_VI_HANDLE vi;
+	VIP_BOOLEAN rq;
+
+	w->r = VipCQWait(w->cq, 5000, &vi, &rq);
+	return NULL;
+}
+
+/* VipDestroyCQ while another thread sleeps in VipCQWait on it: the
+ * sleeper sees the handle die (never the freed queue) and returns at
+ * once, not at its timeout.  Under the sanitizers this is the check that
+ * the provider's queue is not read after it is freed. */
+static void test_destroy_under_wait(void)
+{
+	for (int i = 0; i < 10; i++) {
+		struct cq_sleeper w = { NULL, VIP_SUCCESS };
+		pthread_t t;
+
+		VT_OK(VipCreateCQ(nic, 16, &w.cq));
+		VDT_CHECK_EQ(pthread_create(&t, NULL, cq_sleep_thread, &w), 0);
+		usleep(20000);          /* let it fall asleep */
+		double t0 = now_s();
+		VT_OK(VipDestroyCQ(w.cq));
+		pthread_join(t, NULL);
+		VT_EXPECT(w.r, VIP_INVALID_PARAMETER);
+		VDT_CHECK(now_s() - t0 < 2.0);     /* not its 5 s timeout */
+	}
+}
+
 static void test_giganet(void)
 {
 	VIP_CQ_HANDLE cq;
@@ -161,6 +208,7 @@ int main(void)
 	test_empty();
 	test_bound();
 	test_notify_cancel();
+	test_destroy_under_wait();
 	test_giganet();
 	test_bad_handles();
 	VT_OK(VipCloseNic(nic));

@@ -466,6 +466,8 @@ void vd_ofi_wake(struct vd_vi *vi);
 void vd_ofi_conn_ready(struct vd_vi *vi);
 /* Progress recorded something for c: apply it if its locks are free. */
 void vd_ofi_kick(struct vd_ofi_conn *c);
+/* Record only (the caller may hold c's queue locks). */
+void vd_ofi_kick_mark(struct vd_ofi_conn *c);
 void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
 /* Number a data-path message for c (any thread). */
 void vd_ofi_number(struct vd_ofi_conn *c, struct vd_ofi_hdr *h);

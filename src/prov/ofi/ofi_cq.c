@@ -50,7 +50,9 @@ static int cq_take(struct vd_ofi_cq *q, uint64_t *vi_bits, bool *recv)
 
 	vd_lock(&q->lock);
 	if (q->head != q->tail) {
-		uint64_t e = q->ev[q->head++ % VD_MAX_CQ_ENTRIES];
+		uint64_t e = q->ev[q->head % VD_MAX_CQ_ENTRIES];
+		/* Relaxed store: vd_ofi_cq_ready reads it without this lock. */
+		__atomic_store_n(&q->head, q->head + 1, __ATOMIC_RELAXED);
 		*vi_bits = e & ~RECV_BIT;
 		*recv = (e & RECV_BIT) != 0;
 		err = 0;
@@ -86,10 +88,13 @@ int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv)
 	if (!q || (bits & RECV_BIT))
 		return -EINVAL;
 	vd_lock(&q->lock);
-	if (q->tail - q->head < cq->entries)
-		q->ev[q->tail++ % VD_MAX_CQ_ENTRIES] = bits | (recv ? RECV_BIT : 0);
-	else
+	if (q->tail - q->head < cq->entries) {
+		q->ev[q->tail % VD_MAX_CQ_ENTRIES] = bits | (recv ? RECV_BIT : 0);
+		/* Relaxed store: see cq_take. */
+		__atomic_store_n(&q->tail, q->tail + 1, __ATOMIC_RELAXED);
+	} else {
 		err = -ENOSPC;
+	}
 	vd_unlock(&q->lock);
 	if (err)
 		vd_async_error(cq->nic, NULL, cq, NULL, VIP_RESOURCE_CQ, VIP_ERROR_CATASTROPHIC);
@@ -97,13 +102,21 @@ int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv)
 	return err;
 }
 
+/* Under the core's CQ lock: a VipCQWait or notify thread may look while
+ * VipDestroyCQ closes the queue (vd_ofi_cq_close runs under that lock),
+ * and must see prov == NULL rather than freed memory. */
 bool vd_ofi_cq_ready(struct vd_cq *cq)
 {
-	struct vd_ofi_cq *q = cq->prov;
+	struct vd_ofi_cq *q;
+	bool ready;
 
-	/* Relaxed: a hint; the pop takes the lock. */
-	return q && __atomic_load_n(&q->head, __ATOMIC_RELAXED) !=
-		    __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+	vd_lock(&cq->lock);
+	q = cq->prov;
+	/* Relaxed: a hint; the pop takes the queue lock. */
+	ready = q && __atomic_load_n(&q->head, __ATOMIC_RELAXED) !=
+		     __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+	vd_unlock(&cq->lock);
+	return ready;
 }
 
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings)

@@ -550,7 +550,7 @@ static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 		return;
 	}
 	atomic_store(&t->status, (uint32_t)h->a + 1);
-	atomic_store(&c->kick, true);   /* apply_tx completes it */
+	vd_ofi_kick_mark(c);            /* apply_tx completes it */
 }
 
 /* false: the message stays at the head of the queue for now. */
@@ -587,11 +587,11 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 		break;
 	case VD_OFI_DROPPED:
 		atomic_fetch_add(&c->dropped, 1);
-		atomic_store(&c->kick, true);
+		vd_ofi_kick_mark(c);
 		break;
 	case VD_OFI_DEFERRED:
 		atomic_fetch_add(&c->deferred, 1);
-		atomic_store(&c->kick, true);
+		vd_ofi_kick_mark(c);
 		break;
 	default:
 		break;          /* KEEPALIVE */
@@ -748,39 +748,44 @@ void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err)
 	vd_ofi_kick(c);
 }
 
-/* Apply what was recorded for c if its queue locks are free (trylock
- * only: see ofi.h); what cannot be applied now is retried by the next
- * progress pass (on->pending) or by the lock's holder. */
+/* c has recorded work: set its kick flag.  on->pending counts the
+ * connections whose kick (or zc_retry) flag is set; every false -> true
+ * change adds one and every true -> false change takes one back, so a
+ * progress pass that sees pending == 0 may skip retry_kicks. */
+void vd_ofi_kick_mark(struct vd_ofi_conn *c)
+{
+	if (!atomic_exchange(&c->kick, true))
+		atomic_fetch_add(&c->on->pending, 1);
+}
+
+/* Apply what was recorded for c if both its queue locks are free
+ * (trylock only: see ofi.h).  The flag is cleared only by a thread that
+ * holds both locks, before it applies, so work recorded meanwhile sets
+ * it again and is never lost: either its recorder gets the locks next,
+ * or this loop goes round once more, or the next progress pass
+ * (retry_kicks, while on->pending) does. */
 void vd_ofi_kick(struct vd_ofi_conn *c)
 {
 	struct vd_vi *vi = c->vi;
-	bool done = true;
 
+	vd_ofi_kick_mark(c);
 	if (!vi || atomic_load(&c->dead))
 		return;
-	if (!atomic_exchange(&c->kick, false))
-		atomic_fetch_add(&c->on->pending, 1);
-	if (vd_trylock(&vi->sq.lock)) {
+	while (atomic_load(&c->kick)) {
+		if (!vd_trylock(&vi->sq.lock))
+			return;
+		if (!vd_trylock(&vi->rq.lock)) {
+			vd_unlock(&vi->sq.lock);
+			return;
+		}
+		if (atomic_exchange(&c->kick, false))
+			atomic_fetch_sub(&c->on->pending, 1);
 		apply_tx(vi, c);
-		vd_unlock(&vi->sq.lock);
-	} else {
-		done = false;
-	}
-	if (vd_trylock(&vi->rq.lock)) {
 		apply_rx(vi, c);
+		apply_tx(vi, c);        /* a DONE applied just now completes here */
 		vd_unlock(&vi->rq.lock);
-	} else {
-		done = false;
-	}
-	/* A DONE applied just now completes in apply_tx: once more. */
-	if (done && atomic_exchange(&c->kick, false) && vd_trylock(&vi->sq.lock)) {
-		apply_tx(vi, c);
 		vd_unlock(&vi->sq.lock);
 	}
-	if (done)
-		atomic_fetch_sub(&c->on->pending, 1);
-	else
-		atomic_store(&c->kick, true);
 }
 
 /* ---- sleeping ------------------------------------------------------------------------------ */
