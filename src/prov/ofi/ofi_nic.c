@@ -563,7 +563,10 @@ static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
 	}
 }
 
-/* Read the CQ until it is empty; progress lock held.  Returns how many. */
+/* Read the CQ until it is empty; progress lock held.  Returns how many.
+ * A read that returns less than asked for found the queue empty: reading
+ * again would only cost one more pass of the fabric's progress (a system
+ * call on tcp) on the way to the application. */
 static int drain(struct vd_ofi_nic *on)
 {
 	struct fi_cq_data_entry e[16];
@@ -586,6 +589,8 @@ static int drain(struct vd_ofi_nic *on)
 			for (ssize_t i = 0; i < r; i++)
 				on_completion(on, e[i].op_context, e[i].len, 0);
 			n += (int)r;
+			if (r < 16)
+				return n;
 			continue;
 		}
 		if (r == -FI_EAVAIL) {

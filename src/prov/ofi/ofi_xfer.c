@@ -651,9 +651,16 @@ int vd_ofi_recv_progress(struct vd_vi *vi)
 	return 0;
 }
 
+/* A new receive may take a message that waits for one (flow control);
+ * the fabric itself is left to the next poll -- posting a receive is on
+ * the way to the reply's send. */
 int vd_ofi_recv_publish(struct vd_vi *vi)
 {
-	return vd_ofi_recv_progress(vi);
+	struct vd_ofi_conn *c = conn_of(vi);
+
+	if (c)
+		apply_rx(vi, c);
+	return 0;
 }
 
 /* ---- recording completions (progress lock held) ------------------------------------------------ */
