@@ -57,10 +57,11 @@
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
 #define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
+#define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
-#define VD_OFI_VERSION 2u
+#define VD_OFI_VERSION 3u
 
 enum vd_ofi_type {
 	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
@@ -80,6 +81,9 @@ enum vd_ofi_type {
 	VD_OFI_KEEPALIVE,
 	VD_OFI_DROPPED,             /* unreliable: a send found no receive */
 	VD_OFI_DEFERRED,            /* flow control: a send waits for one */
+	VD_OFI_RING,                /* a message ring message: the payload */
+	VD_OFI_RING_CREDIT,         /* a = the receiver's ring position up to
+	                             * which it has released messages */
 	VD_OFI_TYPE_MAX,
 };
 
@@ -329,6 +333,13 @@ struct vd_ofi_conn {
 	_Atomic uint32_t chunks_out;  /* chunks the fabric has not completed */
 	uint32_t tx_seq;            /* sq.lock */
 
+	/* Message rings (ofi_ring.c): positions count bytes of the
+	 * receiver's ring, placed the same way by both ends. */
+	struct vd_ofi_ring *ring;   /* rq.lock: receive side, made at the
+	                             * first message */
+	_Atomic uint64_t ring_tx_pos;   /* sq.lock writes: end of what we sent */
+	_Atomic uint64_t ring_credit;   /* progress writes: what the peer released */
+
 	_Atomic uint32_t dropped;   /* DROPPED notices not yet in the stats */
 	_Atomic uint32_t deferred;  /* DEFERRED notices, likewise */
 	uint32_t rx_deferred;       /* rq.lock: seq + 1 of the send we said
@@ -337,7 +348,7 @@ struct vd_ofi_conn {
 	_Atomic bool dead;          /* disconnected: progress leaves it alone */
 	_Atomic bool reported;      /* the break went to the core */
 	_Atomic uint32_t break_code;
-	_Atomic bool kick;          /* completions recorded, not applied */
+	_Atomic uint32_t kick;      /* VD_OFI_KICK_*: recorded, not applied */
 	_Atomic uint64_t last_rx_ns, last_tx_ns;
 
 	/* Handshake */
@@ -387,6 +398,10 @@ int vd_ofi_post(struct vd_ofi_nic *on, struct vd_ofi_op *op, size_t len, fi_addr
 int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
 		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
 		    uint32_t tx_slot);
+/* The same with the payload gathered from two pieces. */
+int vd_ofi_send_msg2(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		     const struct vd_ofi_hdr *h, const void *p1, size_t l1,
+		     const void *p2, size_t l2, uint32_t tx_slot);
 /* Give a receive buffer back to the fabric (a detached copy: free it). */
 void vd_ofi_repost(struct vd_ofi_op *op);
 /* A heap copy of a received message; the buffer goes back to the fabric
@@ -464,10 +479,13 @@ int vd_ofi_send_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 int vd_ofi_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 void vd_ofi_wake(struct vd_vi *vi);
 void vd_ofi_conn_ready(struct vd_vi *vi);
-/* Progress recorded something for c: apply it if its locks are free. */
-void vd_ofi_kick(struct vd_ofi_conn *c);
+/* Progress recorded something for c's send (TX) or receive (RX) side:
+ * apply it where the side's queue lock is free. */
+#define VD_OFI_KICK_TX 1u
+#define VD_OFI_KICK_RX 2u
+void vd_ofi_kick(struct vd_ofi_conn *c, uint32_t bits);
 /* Record only (the caller may hold c's queue locks). */
-void vd_ofi_kick_mark(struct vd_ofi_conn *c);
+void vd_ofi_kick_mark(struct vd_ofi_conn *c, uint32_t bits);
 void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *rx);
 /* Number a data-path message for c (any thread). */
 void vd_ofi_number(struct vd_ofi_conn *c, struct vd_ofi_hdr *h);
@@ -512,5 +530,21 @@ int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 bool vd_ofi_cq_ready(struct vd_cq *cq);
+/* Unread ring messages of VIs whose receive queue feeds cq changed by
+ * delta (viaduct_cq_wait_any wakes for them). */
+void vd_ofi_cq_ring_count(struct vd_cq *cq, int delta);
+
+/* ofi_ring.c: message rings (viaduct_ring_*) */
+int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const void *data,
+		     uint32_t len);
+int vd_ofi_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len);
+int vd_ofi_ring_release(struct vd_vi *vi);
+/* A RING message is next in order (rq.lock held): into the ring. */
+void vd_ofi_rx_ring(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		    const uint8_t *p);
+/* A RING_CREDIT arrived (progress lock held; no queue lock needed). */
+void vd_ofi_ring_credit(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h);
+/* The connection leaves its VI: its ring and unread messages go. */
+void vd_ofi_ring_free(struct vd_ofi_conn *c);
 
 #endif /* VIADUCT_OFI_H */

@@ -15,6 +15,7 @@ struct vd_ofi_cq {
 	vd_lock_t lock;
 	uint64_t *ev;               /* VD_MAX_CQ_ENTRIES */
 	uint32_t head, tail;
+	_Atomic int32_t ring_unread;    /* see vd_ofi_cq_ring_count */
 };
 
 int vd_ofi_cq_open(struct vd_cq *cq)
@@ -104,8 +105,10 @@ int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv)
 
 /* Under the core's CQ lock: a VipCQWait or notify thread may look while
  * VipDestroyCQ closes the queue (vd_ofi_cq_close runs under that lock),
- * and must see prov == NULL rather than freed memory. */
-bool vd_ofi_cq_ready(struct vd_cq *cq)
+ * and must see prov == NULL rather than freed memory.  rings: an unread
+ * ring message counts too (viaduct_cq_wait_any; VipCQWait waits for
+ * events only). */
+static bool cq_has(struct vd_cq *cq, bool rings)
 {
 	struct vd_ofi_cq *q;
 	bool ready;
@@ -113,18 +116,33 @@ bool vd_ofi_cq_ready(struct vd_cq *cq)
 	vd_lock(&cq->lock);
 	q = cq->prov;
 	/* Relaxed: a hint; the pop takes the queue lock. */
-	ready = q && __atomic_load_n(&q->head, __ATOMIC_RELAXED) !=
-		     __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
+	ready = q && (__atomic_load_n(&q->head, __ATOMIC_RELAXED) !=
+		      __atomic_load_n(&q->tail, __ATOMIC_RELAXED) ||
+		      (rings && atomic_load_explicit(&q->ring_unread, memory_order_relaxed) > 0));
 	vd_unlock(&cq->lock);
 	return ready;
 }
 
+bool vd_ofi_cq_ready(struct vd_cq *cq)
+{
+	return cq_has(cq, true);
+}
+
+/* The CQ outlives every VI bound to it (VipDestroyCQ refuses while one
+ * is), so a ring's count always finds its queue. */
+void vd_ofi_cq_ring_count(struct vd_cq *cq, int delta)
+{
+	struct vd_ofi_cq *q = cq->prov;
+
+	if (q)
+		atomic_fetch_add_explicit(&q->ring_unread, delta, memory_order_relaxed);
+}
+
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings)
 {
-	(void)rings;
 	if (deadline_ns && vd_now_ns() >= deadline_ns)
 		return -ETIMEDOUT;
-	if (vd_ofi_cq_ready(cq))
+	if (cq_has(cq, rings))
 		return 0;
 	vd_ofi_progress(vd_ofi_nic(cq->nic), deadline_ns, true);
 	return 0;

@@ -418,14 +418,14 @@ static void backlog_flush(struct vd_ofi_nic *on)
 	}
 }
 
-int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
-		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
-		    uint32_t tx_slot)
+int vd_ofi_send_msg2(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		     const struct vd_ofi_hdr *h, const void *p1, size_t l1,
+		     const void *p2, size_t l2, uint32_t tx_slot)
 {
 	struct vd_ofi_op *op;
 	int err;
 
-	if (len > VD_OFI_EAGER_MAX)
+	if (l1 > VD_OFI_EAGER_MAX || l2 > VD_OFI_EAGER_MAX - l1)
 		return -EMSGSIZE;
 	op = vd_ofi_tx_get(on);
 	if (!op)
@@ -433,17 +433,26 @@ int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *own
 	op->conn = owner;
 	op->tx_slot = tx_slot;
 	memcpy(op->buf, h, sizeof(*h));
-	((struct vd_ofi_hdr *)op->buf)->len = (uint32_t)len;
+	((struct vd_ofi_hdr *)op->buf)->len = (uint32_t)(l1 + l2);
 	if (owner && h->type >= VD_OFI_DISC)
 		vd_ofi_number(owner, (struct vd_ofi_hdr *)op->buf);
-	if (len)
-		memcpy(op->buf + sizeof(*h), payload, len);
+	if (l1)
+		memcpy(op->buf + sizeof(*h), p1, l1);
+	if (l2)
+		memcpy(op->buf + sizeof(*h) + l1, p2, l2);
 	if (owner)
 		atomic_store_explicit(&owner->last_tx_ns, vd_now_ns(), memory_order_relaxed);
-	err = vd_ofi_post(on, op, sizeof(*h) + len, to);
+	err = vd_ofi_post(on, op, sizeof(*h) + l1 + l2, to);
 	if (err)
 		vd_ofi_tx_put(on, op);
 	return err;
+}
+
+int vd_ofi_send_msg(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *owner,
+		    const struct vd_ofi_hdr *h, const void *payload, size_t len,
+		    uint32_t tx_slot)
+{
+	return vd_ofi_send_msg2(on, to, owner, h, payload, len, NULL, 0, tx_slot);
 }
 
 /* ---- memory registration: local descriptors for FI_MR_LOCAL fabrics -------------------- */
@@ -615,12 +624,12 @@ static void retry_kicks(struct vd_ofi_nic *on)
 		/* Acquire: pairs with conn_new()'s release store. */
 		struct vd_ofi_conn *c = __atomic_load_n(&on->conns[i], __ATOMIC_ACQUIRE);
 		if (c && atomic_exchange(&c->zc_retry, false)) {
-			/* Its count in `pending` passes to the kick flag. */
-			if (atomic_exchange(&c->kick, true))
+			/* Its count in `pending` passes to the receive kick. */
+			if (atomic_fetch_or(&c->kick, VD_OFI_KICK_RX) & VD_OFI_KICK_RX)
 				atomic_fetch_sub(&on->pending, 1);
 		}
 		if (c && atomic_load(&c->kick))
-			vd_ofi_kick(c);
+			vd_ofi_kick(c, 0);
 	}
 }
 
@@ -914,7 +923,7 @@ void vd_ofi_query(struct vd_nic *nic, struct vd_prov_caps *c)
 {
 	struct vd_ofi_nic *on = vd_ofi_nic(nic);
 
-	c->flags = VD_PROV_RDMA_READ;
+	c->flags = VD_PROV_RDMA_READ | VD_PROV_RINGS;
 	c->addr_len = VD_OFI_ADDR_LEN;
 	c->max_discriminator = VD_OFI_MAX_DISC;
 	c->inline_max = VD_OFI_EAGER_MAX;

@@ -35,4 +35,7 @@ const struct vd_prov_ops vd_ofi_ops = {
 	.cq_push_local = vd_ofi_cq_push_local,
 	.cq_sleep = vd_ofi_cq_sleep,
 	.cq_ready = vd_ofi_cq_ready,
+	.ring_send = vd_ofi_ring_send,
+	.ring_peek = vd_ofi_ring_peek,
+	.ring_release = vd_ofi_ring_release,
 };

@@ -550,7 +550,7 @@ static void rx_done(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 		return;
 	}
 	atomic_store(&t->status, (uint32_t)h->a + 1);
-	vd_ofi_kick_mark(c);            /* apply_tx completes it */
+	vd_ofi_kick_mark(c, VD_OFI_KICK_TX);    /* apply_tx completes it */
 }
 
 /* false: the message stays at the head of the queue for now. */
@@ -587,11 +587,14 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 		break;
 	case VD_OFI_DROPPED:
 		atomic_fetch_add(&c->dropped, 1);
-		vd_ofi_kick_mark(c);
+		vd_ofi_kick_mark(c, VD_OFI_KICK_TX);
 		break;
 	case VD_OFI_DEFERRED:
 		atomic_fetch_add(&c->deferred, 1);
-		vd_ofi_kick_mark(c);
+		vd_ofi_kick_mark(c, VD_OFI_KICK_TX);
+		break;
+	case VD_OFI_RING:
+		vd_ofi_rx_ring(vi, c, h, p);
 		break;
 	default:
 		break;          /* KEEPALIVE */
@@ -730,6 +733,13 @@ void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 		vd_ofi_repost(op);      /* it said all it had to say */
 		return;
 	}
+	if (h->type == VD_OFI_RING_CREDIT) {
+		/* Applied here, in order: the sender needs it while it holds
+		 * its send queue's lock, which a kick would wait for. */
+		vd_ofi_ring_credit(c, h);
+		vd_ofi_repost(op);
+		return;
+	}
 	vd_lock(&c->in_lock);
 	n = c->in_len;
 	vd_unlock(&c->in_lock);
@@ -741,7 +751,7 @@ void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 	c->in_tail = &op->next;
 	c->in_len++;
 	vd_unlock(&c->in_lock);
-	vd_ofi_kick(c);
+	vd_ofi_kick(c, VD_OFI_KICK_RX);
 }
 
 void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err)
@@ -752,46 +762,69 @@ void vd_ofi_on_tx_done(struct vd_ofi_conn *c, uint32_t slot, int err)
 	if (err)
 		atomic_fetch_add(&t->failed, 1);
 	atomic_fetch_add(&t->sent, 1);
-	vd_ofi_kick(c);
+	vd_ofi_kick(c, VD_OFI_KICK_TX);
 }
 
-/* c has recorded work: set its kick flag.  on->pending counts the
- * connections whose kick (or zc_retry) flag is set; every false -> true
- * change adds one and every true -> false change takes one back, so a
- * progress pass that sees pending == 0 may skip retry_kicks. */
-void vd_ofi_kick_mark(struct vd_ofi_conn *c)
+/* c has recorded work for its send side (VD_OFI_KICK_TX) and/or its
+ * receive side (VD_OFI_KICK_RX).  on->pending counts the kick bits (and
+ * zc_retry flags) that are set: every 0 -> 1 change adds one and every
+ * 1 -> 0 change takes one back, so a progress pass that sees pending == 0
+ * may skip retry_kicks. */
+void vd_ofi_kick_mark(struct vd_ofi_conn *c, uint32_t bits)
 {
-	if (!atomic_exchange(&c->kick, true))
-		atomic_fetch_add(&c->on->pending, 1);
+	uint32_t fresh = bits & ~atomic_fetch_or(&c->kick, bits);
+
+	if (fresh)
+		atomic_fetch_add(&c->on->pending, (uint32_t)__builtin_popcount(fresh));
 }
 
-/* Apply what was recorded for c if both its queue locks are free
- * (trylock only: see ofi.h).  The flag is cleared only by a thread that
- * holds both locks, before it applies, so work recorded meanwhile sets
- * it again and is never lost: either its recorder gets the locks next,
- * or this loop goes round once more, or the next progress pass
- * (retry_kicks, while on->pending) does. */
-void vd_ofi_kick(struct vd_ofi_conn *c)
+/* Clear one kick bit; true if it was set. */
+static bool kick_take(struct vd_ofi_conn *c, uint32_t bit)
+{
+	if (!(atomic_fetch_and(&c->kick, ~bit) & bit))
+		return false;
+	atomic_fetch_sub(&c->on->pending, 1);
+	return true;
+}
+
+/* One side: if its bit is set and its lock free, clear the bit (before
+ * applying, so work recorded meanwhile sets it again) and apply.  true
+ * if it applied. */
+static bool kick_side(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t bit)
+{
+	struct vd_wq *q = bit == VD_OFI_KICK_RX ? &vi->rq : &vi->sq;
+
+	if (!(atomic_load(&c->kick) & bit) || !vd_trylock(&q->lock))
+		return false;
+	if (kick_take(c, bit)) {
+		if (bit == VD_OFI_KICK_RX)
+			apply_rx(vi, c);
+		else
+			apply_tx(vi, c);
+	}
+	vd_unlock(&q->lock);
+	return true;
+}
+
+/* Apply what was recorded for c on each side whose queue lock is free
+ * (trylock only: see ofi.h).  A side's bit is cleared only under its
+ * lock, so nothing recorded is lost: a side whose lock is taken keeps
+ * its bit for that lock's holder (the Done and Wait paths apply their own
+ * side) or the next progress pass (retry_kicks, while on->pending).  The
+ * receive side goes first: a DONE it applies completes on the send
+ * side. */
+void vd_ofi_kick(struct vd_ofi_conn *c, uint32_t bits)
 {
 	struct vd_vi *vi = c->vi;
 
-	vd_ofi_kick_mark(c);
+	vd_ofi_kick_mark(c, bits);
 	if (!vi || atomic_load(&c->dead))
 		return;
-	while (atomic_load(&c->kick)) {
-		if (!vd_trylock(&vi->sq.lock))
+	for (;;) {
+		bool rx = kick_side(vi, c, VD_OFI_KICK_RX);
+		bool tx = kick_side(vi, c, VD_OFI_KICK_TX);
+		if (!rx && !tx)
 			return;
-		if (!vd_trylock(&vi->rq.lock)) {
-			vd_unlock(&vi->sq.lock);
-			return;
-		}
-		if (atomic_exchange(&c->kick, false))
-			atomic_fetch_sub(&c->on->pending, 1);
-		apply_tx(vi, c);
-		apply_rx(vi, c);
-		apply_tx(vi, c);        /* a DONE applied just now completes here */
-		vd_unlock(&vi->rq.lock);
-		vd_unlock(&vi->sq.lock);
 	}
 }
 
@@ -840,4 +873,5 @@ void vd_ofi_conn_free_data(struct vd_ofi_conn *c)
 		c->held = op->next;
 		vd_ofi_repost(op);
 	}
+	vd_ofi_ring_free(c);
 }

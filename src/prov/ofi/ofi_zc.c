@@ -156,7 +156,7 @@ void vd_ofi_zc_complete(struct vd_ofi_op *op, int err)
 	atomic_fetch_sub(&c->on->zc_busy[op->tpt_idx], 1);
 	atomic_fetch_sub(&c->zc_out, 1);
 	vd_ofi_tx_put(c->on, op);
-	vd_ofi_kick(c);
+	vd_ofi_kick(c, VD_OFI_KICK_RX);     /* the target's receive side waits */
 }
 
 void vd_ofi_zc_retry(struct vd_ofi_conn *c)

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider: message rings (viaduct_ring_send / peek / release).  A
+ * ring message travels as one numbered data-path message (VD_OFI_RING);
+ * the target copies it into the connection's receive ring, where peek
+ * shows it in place until release.
+ *
+ * Flow control by credit: both ends place messages in the ring the same
+ * way (ring_place), so the sender knows where each one will land; the
+ * receiver reports how far it has released (VD_OFI_RING_CREDIT, every
+ * quarter ring), and the sender refuses (VIP_NOT_DONE) a message that
+ * would overrun what is unreleased.  With a quarter-ring report step and
+ * messages of at most 32 KiB, a sender whose receiver has read
+ * everything always has room (unreported <= 32 KiB, the message and the
+ * wrap it may skip <= 64 KiB, of 128 KiB).  A peer that ignores its
+ * credit, or claims a release that never happened, breaks the
+ * connection.
+ *
+ * An entry is an 8-byte header (length, wrap mark) and the payload,
+ * padded to 8 bytes; an entry never wraps -- a wrap mark sends the
+ * reader back to the ring's start.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prov/ofi/ofi.h"
+
+#define RING_MASK ((uint64_t)VD_OFI_RING_BYTES - 1)
+#define WRAP_MARK 1u
+
+struct ring_entry {
+	uint32_t len;
+	uint32_t mark;              /* WRAP_MARK: the rest of this lap is empty */
+};
+static_assert(sizeof(struct ring_entry) == 8, "ring entry layout");
+static_assert((VD_OFI_RING_BYTES & RING_MASK) == 0, "ring size: a power of two");
+static_assert(VIADUCT_RING_MAX_MSG + sizeof(struct ring_entry) <= VD_OFI_RING_BYTES / 4,
+	      "ring: room argument of the file comment");
+
+struct vd_ofi_ring {
+	uint8_t *buf;               /* VD_OFI_RING_BYTES */
+	uint64_t wpos, rpos;        /* absolute byte positions */
+	uint64_t reported;          /* rpos the peer was last told */
+	uint32_t unread;            /* messages in the ring, counted in the CQ */
+	bool peeked;                /* rpos is at the message peek returned */
+};
+
+static uint64_t ring_units(uint32_t len)
+{
+	return sizeof(struct ring_entry) + (((uint64_t)len + 7) & ~(uint64_t)7);
+}
+
+/* Where an entry of `units` bytes written at `pos` starts: at pos, or at
+ * the next lap when it would not fit before the end. */
+static uint64_t ring_place(uint64_t pos, uint64_t units)
+{
+	uint64_t off = pos & RING_MASK;
+
+	return off + units > VD_OFI_RING_BYTES ? pos + (VD_OFI_RING_BYTES - off) : pos;
+}
+
+static struct vd_ofi_conn *ring_conn(struct vd_vi *vi)
+{
+	/* Acquire: pairs with the release store of vi->conn at attach. */
+	return __atomic_load_n((struct vd_ofi_conn **)&vi->conn, __ATOMIC_ACQUIRE);
+}
+
+/* ---- sender (sq.lock) ----------------------------------------------------------------- */
+
+static bool ring_room(struct vd_ofi_conn *c, uint64_t end)
+{
+	return end - atomic_load(&c->ring_credit) <= VD_OFI_RING_BYTES;
+}
+
+int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const void *data,
+		     uint32_t len)
+{
+	struct vd_ofi_conn *c = ring_conn(vi);
+	uint64_t units = ring_units(hlen + len), start, pos;
+	struct vd_ofi_hdr h;
+	int err;
+
+	if (!c || atomic_load(&c->broken))
+		return -ENOTCONN;
+	pos = atomic_load_explicit(&c->ring_tx_pos, memory_order_relaxed);
+	start = ring_place(pos, units);
+	if (!ring_room(c, start + units)) {
+		vd_ofi_poll(c->on);     /* a credit may be on its way */
+		if (!ring_room(c, start + units))
+			return -EAGAIN;
+	}
+	/* Before the message leaves: its credit may come back (and be
+	 * checked against this bound) before vd_ofi_send_msg2 returns.
+	 * Only this side writes it (sq.lock). */
+	atomic_store(&c->ring_tx_pos, start + units);
+	vd_ofi_hdr_init(c, &h, VD_OFI_RING, 0);
+	err = vd_ofi_send_msg2(c->on, c->peer, c, &h, hdr, hlen, data, len, 0);
+	if (err) {
+		atomic_store(&c->ring_tx_pos, pos);     /* nothing went out */
+		return err == -ENOMEM ? -EAGAIN : -ENOTCONN;
+	}
+	vi->stats.sends++;
+	vi->stats.send_bytes += hlen + len;
+	return 0;
+}
+
+void vd_ofi_ring_credit(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	uint64_t old = atomic_load(&c->ring_credit);
+
+	/* A release the peer can have made: forward, and not past what we
+	 * sent. */
+	if (h->a < old || h->a > atomic_load(&c->ring_tx_pos)) {
+		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
+		return;
+	}
+	atomic_store(&c->ring_credit, h->a);
+}
+
+/* ---- receiver (rq.lock) --------------------------------------------------------------- */
+
+static struct vd_ofi_ring *ring_get(struct vd_ofi_conn *c)
+{
+	if (!c->ring) {
+		struct vd_ofi_ring *r = calloc(1, sizeof(*r));
+		if (r && !(r->buf = malloc(VD_OFI_RING_BYTES))) {
+			free(r);
+			r = NULL;
+		}
+		c->ring = r;
+	}
+	return c->ring;
+}
+
+void vd_ofi_rx_ring(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+		    const uint8_t *p)
+{
+	struct vd_ofi_ring *r = ring_get(c);
+	uint64_t units = ring_units(h->len), start;
+	struct ring_entry e = { h->len, 0 };
+
+	if (!r) {
+		vd_log("ofi: connection %u: no memory for its message ring", c->idx);
+		vd_ofi_conn_break(c, VIP_ERROR_CATASTROPHIC, true);
+		return;
+	}
+	start = ring_place(r->wpos, units);
+	if (h->len > VIADUCT_RING_MAX_MSG || start + units - r->rpos > VD_OFI_RING_BYTES) {
+		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);     /* over its credit */
+		return;
+	}
+	if (start != r->wpos) {
+		struct ring_entry wrap = { 0, WRAP_MARK };
+		memcpy(r->buf + (r->wpos & RING_MASK), &wrap, sizeof(wrap));
+	}
+	memcpy(r->buf + (start & RING_MASK), &e, sizeof(e));
+	memcpy(r->buf + (start & RING_MASK) + sizeof(e), p, h->len);
+	r->wpos = start + units;
+	r->unread++;
+	vi->stats.recvs++;
+	vi->stats.recv_bytes += h->len;
+	if (vi->recv_cq)
+		vd_ofi_cq_ring_count(vi->recv_cq, 1);
+}
+
+/* The entry at rpos, past a wrap mark; NULL when the ring is empty. */
+static const struct ring_entry *ring_front(struct vd_ofi_ring *r)
+{
+	struct ring_entry *e;
+
+	if (!r || r->rpos == r->wpos)
+		return NULL;
+	e = (struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+	if (e->mark == WRAP_MARK) {
+		r->rpos += VD_OFI_RING_BYTES - (r->rpos & RING_MASK);
+		e = (struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+	}
+	return e;
+}
+
+int vd_ofi_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
+{
+	struct vd_ofi_conn *c = ring_conn(vi);
+	const struct ring_entry *e;
+
+	/* Idle: the core has left Connected for a disconnect, which frees
+	 * the ring without this lock. */
+	if (!c || atomic_load(&vi->state) == VIP_STATE_IDLE)
+		return -EAGAIN;
+	e = ring_front(c->ring);
+	if (!e && atomic_load(&vi->state) == VIP_STATE_CONNECTED) {
+		vd_ofi_recv_progress(vi);       /* the fabric, then arrivals */
+		e = ring_front(c->ring);
+	}
+	if (!e)
+		return -EAGAIN;
+	*msg = e + 1;
+	*len = e->len;
+	c->ring->peeked = true;
+	return 0;
+}
+
+int vd_ofi_ring_release(struct vd_vi *vi)
+{
+	struct vd_ofi_conn *c = ring_conn(vi);
+	struct vd_ofi_ring *r = c && atomic_load(&vi->state) != VIP_STATE_IDLE ? c->ring : NULL;
+	const struct ring_entry *e;
+
+	if (!r || !r->peeked)
+		return -EINVAL;
+	e = (const struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+	r->rpos += ring_units(e->len);
+	r->peeked = false;
+	r->unread--;
+	if (vi->recv_cq)
+		vd_ofi_cq_ring_count(vi->recv_cq, -1);
+	if (r->rpos - r->reported >= VD_OFI_RING_BYTES / 4 && !atomic_load(&c->broken) &&
+	    vd_ofi_send_ctl(c, VD_OFI_RING_CREDIT, 0, r->rpos) == 0)
+		r->reported = r->rpos;
+	return 0;
+}
+
+void vd_ofi_ring_free(struct vd_ofi_conn *c)
+{
+	struct vd_ofi_ring *r = c->ring;
+
+	if (!r)
+		return;
+	if (r->unread && c->vi && c->vi->recv_cq)
+		vd_ofi_cq_ring_count(c->vi->recv_cq, -(int)r->unread);
+	c->ring = NULL;
+	free(r->buf);
+	free(r);
+}
