@@ -128,7 +128,8 @@ static int barrier(struct vd_comm *c)
 	return err;
 }
 
-int MPI_Barrier(MPI_Comm comm)
+#pragma weak MPI_Barrier = PMPI_Barrier
+int PMPI_Barrier(MPI_Comm comm)
 {
 	static const char fn[] = "MPI_Barrier";
 	struct vd_comm *c;
@@ -162,7 +163,8 @@ int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_com
 	return err;
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+#pragma weak MPI_Bcast = PMPI_Bcast
+int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
 	static const char fn[] = "MPI_Bcast";
 	struct vd_comm *c;
@@ -292,7 +294,8 @@ out:
 	return err;
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+#pragma weak MPI_Reduce = PMPI_Reduce
+int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
 	static const struct reduction r = { "MPI_Reduce", true, vd_coll_reduce };
@@ -477,7 +480,8 @@ static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_
 	return vd_coll_allreduce(in, out, count, dt, op, c);
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+#pragma weak MPI_Allreduce = PMPI_Allreduce
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		  MPI_Op op, MPI_Comm comm)
 {
 	static const struct reduction r = { "MPI_Allreduce", false, allreduce };
@@ -546,7 +550,8 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 			      (int)sum, dt, op, c);
 }
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+#pragma weak MPI_Reduce_scatter = PMPI_Reduce_scatter
+int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
 		       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
 	static const char fn[] = "MPI_Reduce_scatter";
@@ -560,7 +565,8 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 						     c), fn);
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+#pragma weak MPI_Reduce_scatter_block = PMPI_Reduce_scatter_block
+int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 			     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
 	static const char fn[] = "MPI_Reduce_scatter_block";
@@ -646,7 +652,8 @@ static int exscan(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op 
 	return c->size == 1 ? MPI_SUCCESS : scan_rd(in, out, count, dt, op, c, true);
 }
 
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+#pragma weak MPI_Scan = PMPI_Scan
+int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	     MPI_Op op, MPI_Comm comm)
 {
 	static const struct reduction r = { "MPI_Scan", false, scan };
@@ -654,7 +661,8 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
 
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+#pragma weak MPI_Exscan = PMPI_Exscan
+int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, MPI_Comm comm)
 {
 	static const struct reduction r = { "MPI_Exscan", false, exscan };

@@ -496,7 +496,8 @@ static struct vd_coll_side vector(const void *buf, const int *counts, const int 
 				      .displs = displs, .dt = dt };
 }
 
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+#pragma weak MPI_Gather = PMPI_Gather
+int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	static const struct move_coll m = { "MPI_Gather", gather_args, gather_tree };
@@ -505,7 +506,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 			uniform(recvbuf, recvcount, recvtype), root, comm);
 }
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+#pragma weak MPI_Gatherv = PMPI_Gatherv
+int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		const int recvcounts[], const int displs[], MPI_Datatype recvtype,
 		int root, MPI_Comm comm)
 {
@@ -515,7 +517,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 			vector(recvbuf, recvcounts, displs, recvtype), root, comm);
 }
 
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+#pragma weak MPI_Scatter = PMPI_Scatter
+int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	static const struct move_coll m = { "MPI_Scatter", scatter_args, vd_coll_scatter };
@@ -524,7 +527,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 			uniform(recvbuf, recvcount, recvtype), root, comm);
 }
 
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+#pragma weak MPI_Scatterv = PMPI_Scatterv
+int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
 		 MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
@@ -534,7 +538,8 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 			uniform(recvbuf, recvcount, recvtype), root, comm);
 }
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+#pragma weak MPI_Allgather = PMPI_Allgather
+int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
 	static const struct move_coll m = { "MPI_Allgather", all_args, allgather };
@@ -543,7 +548,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
 }
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+#pragma weak MPI_Allgatherv = PMPI_Allgatherv
+int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		   void *recvbuf, const int recvcounts[], const int displs[],
 		   MPI_Datatype recvtype, MPI_Comm comm)
 {
@@ -553,7 +559,8 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 			vector(recvbuf, recvcounts, displs, recvtype), 0, comm);
 }
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+#pragma weak MPI_Alltoall = PMPI_Alltoall
+int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
 	static const struct move_coll m = { "MPI_Alltoall", all_args, alltoall };
@@ -562,7 +569,8 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
 }
 
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+#pragma weak MPI_Alltoallv = PMPI_Alltoallv
+int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
 		  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {

@@ -169,7 +169,7 @@ static int ctx_take(uint32_t max, uint32_t *ctx)
 static int ctx_agree(MPI_Comm parent, uint32_t *ctx)
 {
 	unsigned mine = next_ctx, max = 0;
-	int rc = MPI_Allreduce(&mine, &max, 1, MPI_UNSIGNED, MPI_MAX, parent);
+	int rc = PMPI_Allreduce(&mine, &max, 1, MPI_UNSIGNED, MPI_MAX, parent);
 
 	if (rc != MPI_SUCCESS)
 		return rc;
@@ -187,7 +187,8 @@ int vd_comm_arg(MPI_Comm comm, const void *out, const char *fn, struct vd_comm *
 	return MPI_SUCCESS;
 }
 
-int MPI_Comm_size(MPI_Comm comm, int *size)
+#pragma weak MPI_Comm_size = PMPI_Comm_size
+int PMPI_Comm_size(MPI_Comm comm, int *size)
 {
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, size, "MPI_Comm_size", &c);
@@ -197,7 +198,8 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
 	return err;
 }
 
-int MPI_Comm_rank(MPI_Comm comm, int *rank)
+#pragma weak MPI_Comm_rank = PMPI_Comm_rank
+int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 {
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, rank, "MPI_Comm_rank", &c);
@@ -208,7 +210,8 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 }
 
 /* The new communicator inherits the parent's error handler (MPI-3.1 8.3). */
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+#pragma weak MPI_Comm_dup = PMPI_Comm_dup
+int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	static const char fn[] = "MPI_Comm_dup";
 	struct vd_comm *c;
@@ -283,7 +286,7 @@ static int split_exchange(MPI_Comm comm, const struct vd_comm *c, int color, int
 	*e = malloc((size_t)c->size * sizeof(**e));
 	if (!*e)
 		return MPI_ERR_NO_MEM;
-	rc = MPI_Allgather(&mine, 3, MPI_INT, *e, 3, MPI_INT, comm);
+	rc = PMPI_Allgather(&mine, 3, MPI_INT, *e, 3, MPI_INT, comm);
 	for (int i = 0; rc == MPI_SUCCESS && i < c->size; i++) {
 		if ((*e)[i].next_ctx < 0)
 			rc = MPI_ERR_INTERN;
@@ -299,7 +302,8 @@ static int split_exchange(MPI_Comm comm, const struct vd_comm *c, int color, int
 	return rc;
 }
 
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+#pragma weak MPI_Comm_split = PMPI_Comm_split
+int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
 	static const char fn[] = "MPI_Comm_split";
 	struct split_entry *e;
@@ -323,7 +327,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 	return vd_mpi_raise(comm, rc, fn);
 }
 
-int MPI_Comm_free(MPI_Comm *comm)
+#pragma weak MPI_Comm_free = PMPI_Comm_free
+int PMPI_Comm_free(MPI_Comm *comm)
 {
 	static const char fn[] = "MPI_Comm_free";
 	struct vd_comm *c;
@@ -366,7 +371,8 @@ static int same_members(const struct vd_comm *a, const struct vd_comm *b)
 	return r;
 }
 
-int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+#pragma weak MPI_Comm_compare = PMPI_Comm_compare
+int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
 	static const char fn[] = "MPI_Comm_compare";
 	struct vd_comm *a, *b;

@@ -484,7 +484,8 @@ static int build_blocks(const struct vd_dtype *old, int count, const int *lens, 
 	return err;
 }
 
-int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+#pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
+int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_contiguous";
 	struct vd_dtype *old;
@@ -498,7 +499,8 @@ int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 	return type_raise(err, fn);
 }
 
-int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+#pragma weak MPI_Type_vector = PMPI_Type_vector
+int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
 		    MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_vector";
@@ -515,7 +517,8 @@ int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype
 	return type_raise(err, fn);
 }
 
-int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+#pragma weak MPI_Type_indexed = PMPI_Type_indexed
+int PMPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
 		     MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
 	static const char fn[] = "MPI_Type_indexed";
@@ -535,7 +538,8 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
 	return type_raise(err, fn);
 }
 
-int MPI_Type_commit(MPI_Datatype *datatype)
+#pragma weak MPI_Type_commit = PMPI_Type_commit
+int PMPI_Type_commit(MPI_Datatype *datatype)
 {
 	static const char fn[] = "MPI_Type_commit";
 	struct vd_dtype *t;
@@ -549,7 +553,8 @@ int MPI_Type_commit(MPI_Datatype *datatype)
 	return MPI_SUCCESS;
 }
 
-int MPI_Type_free(MPI_Datatype *datatype)
+#pragma weak MPI_Type_free = PMPI_Type_free
+int PMPI_Type_free(MPI_Datatype *datatype)
 {
 	static const char fn[] = "MPI_Type_free";
 	struct vd_dtype *t;
@@ -566,7 +571,8 @@ int MPI_Type_free(MPI_Datatype *datatype)
 	return MPI_SUCCESS;
 }
 
-int MPI_Type_size(MPI_Datatype datatype, int *size)
+#pragma weak MPI_Type_size = PMPI_Type_size
+int PMPI_Type_size(MPI_Datatype datatype, int *size)
 {
 	static const char fn[] = "MPI_Type_size";
 	struct vd_dtype *t;
@@ -580,7 +586,8 @@ int MPI_Type_size(MPI_Datatype datatype, int *size)
 	return MPI_SUCCESS;
 }
 
-int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
+#pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
+int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
 	static const char fn[] = "MPI_Type_get_extent";
 	struct vd_dtype *t;

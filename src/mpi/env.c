@@ -31,7 +31,8 @@ struct vd_mpi_world vd_mpi;
 
 /* ---- versions, names, clocks: callable at any time --------------------- */
 
-int MPI_Get_version(int *version, int *subversion)
+#pragma weak MPI_Get_version = PMPI_Get_version
+int PMPI_Get_version(int *version, int *subversion)
 {
 	if (!version || !subversion)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_version");
@@ -52,7 +53,8 @@ static void copy_out(char *buf, size_t cap, const char *s, int *len)
 	*len = (int)n;
 }
 
-int MPI_Get_library_version(char *version, int *resultlen)
+#pragma weak MPI_Get_library_version = PMPI_Get_library_version
+int PMPI_Get_library_version(char *version, int *resultlen)
 {
 	if (!version || !resultlen)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_library_version");
@@ -61,7 +63,8 @@ int MPI_Get_library_version(char *version, int *resultlen)
 	return MPI_SUCCESS;
 }
 
-int MPI_Get_processor_name(char *name, int *resultlen)
+#pragma weak MPI_Get_processor_name = PMPI_Get_processor_name
+int PMPI_Get_processor_name(char *name, int *resultlen)
 {
 	static const char fn[] = "MPI_Get_processor_name";
 	struct utsname u;
@@ -77,7 +80,8 @@ int MPI_Get_processor_name(char *name, int *resultlen)
 /* Seconds of CLOCK_MONOTONIC, not relative to MPI_Init: every rank on the
  * node reads the same clock, so times taken on different ranks compare
  * directly (as with MPI_WTIME_IS_GLOBAL), and it works before MPI_Init. */
-double MPI_Wtime(void)
+#pragma weak MPI_Wtime = PMPI_Wtime
+double PMPI_Wtime(void)
 {
 	struct timespec ts;
 
@@ -85,7 +89,8 @@ double MPI_Wtime(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double MPI_Wtick(void)
+#pragma weak MPI_Wtick = PMPI_Wtick
+double PMPI_Wtick(void)
 {
 	struct timespec ts;
 
@@ -206,7 +211,8 @@ static int map_and_register(size_t len, void **out, VIP_MEM_HANDLE *mh, char *de
 }
 
 /* MPI_INFO_NULL is the only info object this library has. */
-int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+#pragma weak MPI_Alloc_mem = PMPI_Alloc_mem
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
 	static const char fn[] = "MPI_Alloc_mem";
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
@@ -238,7 +244,8 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 }
 
 /* MPI_Free_mem(NULL) does nothing, as in other implementations. */
-int MPI_Free_mem(void *base)
+#pragma weak MPI_Free_mem = PMPI_Free_mem
+int PMPI_Free_mem(void *base)
 {
 	static const char fn[] = "MPI_Free_mem";
 	struct mem_region r;

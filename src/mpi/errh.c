@@ -120,7 +120,8 @@ static bool errh_valid(MPI_Errhandler e)
 	return e == MPI_ERRORS_ARE_FATAL || e == MPI_ERRORS_RETURN;
 }
 
-int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+#pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
 	static const char fn[] = "MPI_Comm_set_errhandler";
 	struct vd_comm *c;
@@ -137,7 +138,8 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 	return MPI_SUCCESS;
 }
 
-int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+#pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, errhandler, "MPI_Comm_get_errhandler", &c);
@@ -149,7 +151,8 @@ int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 
 /* Callable at any time (MPI-3.1 8.7 lists it among the functions usable
  * before MPI_Init). */
-int MPI_Error_string(int errorcode, char *string, int *resultlen)
+#pragma weak MPI_Error_string = PMPI_Error_string
+int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 {
 	const char *text = code_text(errorcode);
 	size_t n;
@@ -169,7 +172,8 @@ int MPI_Error_string(int errorcode, char *string, int *resultlen)
 	return MPI_SUCCESS;
 }
 
-int MPI_Error_class(int errorcode, int *errorclass)
+#pragma weak MPI_Error_class = PMPI_Error_class
+int PMPI_Error_class(int errorcode, int *errorclass)
 {
 	if (!errorclass || !code_text(errorcode))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class");

@@ -99,7 +99,8 @@ void vd_group_finalize(void)
 	ngroups = 0;
 }
 
-int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
+#pragma weak MPI_Comm_group = PMPI_Comm_group
+int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
 	static const char fn[] = "MPI_Comm_group";
 	struct vd_comm *c;
@@ -125,7 +126,8 @@ static int group_arg(MPI_Group group, const void *out, const char *fn, struct vd
 	return MPI_SUCCESS;
 }
 
-int MPI_Group_size(MPI_Group group, int *size)
+#pragma weak MPI_Group_size = PMPI_Group_size
+int PMPI_Group_size(MPI_Group group, int *size)
 {
 	struct vd_group *g;
 	int err = group_arg(group, size, "MPI_Group_size", &g);
@@ -135,7 +137,8 @@ int MPI_Group_size(MPI_Group group, int *size)
 	return err;
 }
 
-int MPI_Group_rank(MPI_Group group, int *rank)
+#pragma weak MPI_Group_rank = PMPI_Group_rank
+int PMPI_Group_rank(MPI_Group group, int *rank)
 {
 	struct vd_group *g;
 	int err = group_arg(group, rank, "MPI_Group_rank", &g);
@@ -175,7 +178,8 @@ static int check_incl_ranks(const struct vd_group *g, int n, const int ranks[])
 	return code;
 }
 
-int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
+#pragma weak MPI_Group_incl = PMPI_Group_incl
+int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
 	static const char fn[] = "MPI_Group_incl";
 	struct vd_group *g;
@@ -200,7 +204,8 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 
 /* Freeing MPI_GROUP_EMPTY is allowed (Group_incl with n == 0 returns it,
  * and programs free what they get); it only resets the handle. */
-int MPI_Group_free(MPI_Group *group)
+#pragma weak MPI_Group_free = PMPI_Group_free
+int PMPI_Group_free(MPI_Group *group)
 {
 	static const char fn[] = "MPI_Group_free";
 	struct vd_group *g;

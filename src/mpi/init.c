@@ -29,7 +29,8 @@ static void init_failed(const char *what, int err)
 	vd_pmi_abort(MPI_ERR_OTHER, msg);
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+#pragma weak MPI_Init_thread = PMPI_Init_thread
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int err;
 
@@ -59,12 +60,14 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	return MPI_SUCCESS;
 }
 
-int MPI_Init(int *argc, char ***argv)
+#pragma weak MPI_Init = PMPI_Init
+int PMPI_Init(int *argc, char ***argv)
 {
-	return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, NULL);
+	return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, NULL);
 }
 
-int MPI_Initialized(int *flag)
+#pragma weak MPI_Initialized = PMPI_Initialized
+int PMPI_Initialized(int *flag)
 {
 	if (!flag)
 		return MPI_ERR_ARG;
@@ -72,7 +75,8 @@ int MPI_Initialized(int *flag)
 	return MPI_SUCCESS;
 }
 
-int MPI_Finalized(int *flag)
+#pragma weak MPI_Finalized = PMPI_Finalized
+int PMPI_Finalized(int *flag)
 {
 	if (!flag)
 		return MPI_ERR_ARG;
@@ -80,7 +84,8 @@ int MPI_Finalized(int *flag)
 	return MPI_SUCCESS;
 }
 
-int MPI_Query_thread(int *provided)
+#pragma weak MPI_Query_thread = PMPI_Query_thread
+int PMPI_Query_thread(int *provided)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Query_thread");
 	if (!provided)
@@ -89,7 +94,8 @@ int MPI_Query_thread(int *provided)
 	return MPI_SUCCESS;
 }
 
-int MPI_Finalize(void)
+#pragma weak MPI_Finalize = PMPI_Finalize
+int PMPI_Finalize(void)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Finalize");
 	/* Everything this rank queued goes out before anyone disconnects. */
@@ -109,7 +115,8 @@ int MPI_Finalize(void)
 	return MPI_SUCCESS;
 }
 
-int MPI_Abort(MPI_Comm comm, int errorcode)
+#pragma weak MPI_Abort = PMPI_Abort
+int PMPI_Abort(MPI_Comm comm, int errorcode)
 {
 	char msg[64];
 

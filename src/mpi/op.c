@@ -326,7 +326,8 @@ int vd_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype 
 
 /* ---- MPI_Op_create / MPI_Op_free ------------------------------------------------ */
 
-int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+#pragma weak MPI_Op_create = PMPI_Op_create
+int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
 	static const char fn[] = "MPI_Op_create";
 	int i = 0;
@@ -355,7 +356,8 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 	return MPI_SUCCESS;
 }
 
-int MPI_Op_free(MPI_Op *op)
+#pragma weak MPI_Op_free = PMPI_Op_free
+int PMPI_Op_free(MPI_Op *op)
 {
 	static const char fn[] = "MPI_Op_free";
 	struct user_op *u;

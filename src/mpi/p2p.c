@@ -274,35 +274,41 @@ static int send_api(const void *buf, int count, MPI_Datatype dt, int dest, int t
 	return vd_mpi_raise(comm, vd_wait(&req, MPI_STATUS_IGNORE), fn);
 }
 
-int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+#pragma weak MPI_Send = PMPI_Send
+int PMPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Send");
 }
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+#pragma weak MPI_Ssend = PMPI_Ssend
+int PMPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, "MPI_Ssend");
 }
 
 /* A ready send may be sent as a standard one. */
-int MPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+#pragma weak MPI_Rsend = PMPI_Rsend
+int PMPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Rsend");
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+#pragma weak MPI_Isend = PMPI_Isend
+int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	      MPI_Comm comm, MPI_Request *req)
 {
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, req, "MPI_Isend");
 }
 
-int MPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+#pragma weak MPI_Issend = PMPI_Issend
+int PMPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, req, "MPI_Issend");
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+#pragma weak MPI_Irecv = PMPI_Irecv
+int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	      MPI_Comm comm, MPI_Request *req)
 {
 	struct vd_comm *c = vd_comm_get(comm);
@@ -319,27 +325,29 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	return vd_mpi_raise(comm, e, "MPI_Irecv");
 }
 
-int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+#pragma weak MPI_Recv = PMPI_Recv
+int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
 	     MPI_Status *st)
 {
 	MPI_Request req;
-	int e = MPI_Irecv(buf, count, dt, source, tag, comm, &req);
+	int e = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
 
 	if (e)
 		return e;
 	return vd_mpi_raise(comm, vd_wait(&req, st), "MPI_Recv");
 }
 
-int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
+#pragma weak MPI_Sendrecv = PMPI_Sendrecv
+int PMPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag,
 		 void *rbuf, int rcount, MPI_Datatype rdt, int source, int rtag,
 		 MPI_Comm comm, MPI_Status *st)
 {
 	MPI_Request r[2];
-	int e = MPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
+	int e = PMPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
 
 	if (e)
 		return e;
-	e = MPI_Isend(sbuf, scount, sdt, dest, stag, comm, &r[1]);
+	e = PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &r[1]);
 	if (e) {
 		vd_wait(&r[0], MPI_STATUS_IGNORE);
 		return e;
@@ -349,7 +357,8 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int s
 	return vd_mpi_raise(comm, e ? e : e2, "MPI_Sendrecv");
 }
 
-int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag,
+#pragma weak MPI_Sendrecv_replace = PMPI_Sendrecv_replace
+int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag,
 			 int source, int rtag, MPI_Comm comm, MPI_Status *st)
 {
 	struct vd_dtype *t = vd_dtype_comm(dt);
@@ -364,7 +373,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 	if (!copy)
 		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
 	vd_dtype_pack(t, buf, count, copy);
-	e = MPI_Sendrecv(copy, (int)((size_t)count * (size_t)t->size), MPI_BYTE, dest, stag,
+	e = PMPI_Sendrecv(copy, (int)((size_t)count * (size_t)t->size), MPI_BYTE, dest, stag,
 			 buf, count, dt, source, rtag, comm, st);
 	free(copy);
 	return e;
@@ -380,7 +389,8 @@ static MPI_Comm req_comm(MPI_Request req)
 	return r && r->comm ? r->comm : MPI_COMM_WORLD;
 }
 
-int MPI_Wait(MPI_Request *req, MPI_Status *st)
+#pragma weak MPI_Wait = PMPI_Wait
+int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	MPI_Comm comm;
 
@@ -391,7 +401,8 @@ int MPI_Wait(MPI_Request *req, MPI_Status *st)
 	return vd_mpi_raise(comm, vd_wait(req, st), "MPI_Wait");
 }
 
-int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
+#pragma weak MPI_Waitall = PMPI_Waitall
+int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Waitall");
 	if (n < 0 || (n && !reqs))
@@ -400,7 +411,8 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Waitall");
 }
 
-int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
+#pragma weak MPI_Test = PMPI_Test
+int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
 	struct vd_req *r;
 
@@ -441,7 +453,8 @@ static int find_done(int n, MPI_Request reqs[])
 	return any ? -1 : MPI_UNDEFINED;
 }
 
-int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
+#pragma weak MPI_Testany = PMPI_Testany
+int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
 {
 	int i;
 
@@ -460,7 +473,8 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
 	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Testany");
 }
 
-int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
+#pragma weak MPI_Waitany = PMPI_Waitany
+int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
 	unsigned idle = 0;
 	int i;
@@ -479,7 +493,8 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Waitany");
 }
 
-int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
+#pragma weak MPI_Testall = PMPI_Testall
+int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Testall");
 	if (n < 0 || (n && !reqs) || !flag)
@@ -518,7 +533,8 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 	return err;
 }
 
-int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
+#pragma weak MPI_Waitsome = PMPI_Waitsome
+int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
 {
 	unsigned idle = 0;
 	int e;
@@ -531,7 +547,8 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status
 	return vd_mpi_raise(MPI_COMM_WORLD, e, "MPI_Waitsome");
 }
 
-int MPI_Request_free(MPI_Request *req)
+#pragma weak MPI_Request_free = PMPI_Request_free
+int PMPI_Request_free(MPI_Request *req)
 {
 	struct vd_req *r;
 
@@ -548,7 +565,8 @@ int MPI_Request_free(MPI_Request *req)
 
 /* Receives that have not matched can be cancelled; sends cannot (the
  * standard allows a cancel to fail: the send then completes normally). */
-int MPI_Cancel(MPI_Request *req)
+#pragma weak MPI_Cancel = PMPI_Cancel
+int PMPI_Cancel(MPI_Request *req)
 {
 	struct vd_req *r;
 
@@ -564,7 +582,8 @@ int MPI_Cancel(MPI_Request *req)
 	return MPI_SUCCESS;
 }
 
-int MPI_Test_cancelled(const MPI_Status *st, int *flag)
+#pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
+int PMPI_Test_cancelled(const MPI_Status *st, int *flag)
 {
 	if (!st || st == MPI_STATUS_IGNORE || !flag)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled");
@@ -572,7 +591,8 @@ int MPI_Test_cancelled(const MPI_Status *st, int *flag)
 	return MPI_SUCCESS;
 }
 
-int MPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
+#pragma weak MPI_Get_count = PMPI_Get_count
+int PMPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
 
@@ -601,7 +621,8 @@ static void probe_status(const struct vd_unexp *u, MPI_Status *st)
 	st->vd_count_hi_cancelled = 0;
 }
 
-int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+#pragma weak MPI_Iprobe = PMPI_Iprobe
+int PMPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_unexp *u;
@@ -628,12 +649,13 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 	return MPI_SUCCESS;
 }
 
-int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
+#pragma weak MPI_Probe = PMPI_Probe
+int PMPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
 	unsigned idle = 0;
 	int flag = 0, e;
 
-	while ((e = MPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
+	while ((e = PMPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
 		wait_step(&idle);
 	return e;
 }
@@ -666,7 +688,8 @@ static void bsend_reap(bool all)
 	bsend.npending = k;
 }
 
-int MPI_Buffer_attach(void *buf, int size)
+#pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
+int PMPI_Buffer_attach(void *buf, int size)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Buffer_attach");
 	if (bsend.buf || size < 0 || (!buf && size))
@@ -678,7 +701,8 @@ int MPI_Buffer_attach(void *buf, int size)
 	return MPI_SUCCESS;
 }
 
-int MPI_Buffer_detach(void *buf_addr, int *size)
+#pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
+int PMPI_Buffer_detach(void *buf_addr, int *size)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Buffer_detach");
 	if (!buf_addr || !size)
@@ -697,7 +721,8 @@ int MPI_Buffer_detach(void *buf_addr, int *size)
 /* The message is packed into a private copy at once (accounted against
  * the attached buffer's size), so the call returns as soon as the copy is
  * made, whatever the receiver does. */
-int MPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+#pragma weak MPI_Bsend = PMPI_Bsend
+int PMPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_dtype *t;
