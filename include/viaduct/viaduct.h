@@ -71,7 +71,8 @@ extern "C" {
  * promises that the VI's ring calls (viaduct_ring_*) run in one thread at
  * a time and never alongside another call on the same VI; they then take
  * no locks -- a locked instruction less per poll, send and release.  An
- * MPI library at MPI_THREAD_SERIALIZED is the intended user. */
+ * MPI library at MPI_THREAD_SERIALIZED is the intended user.  A provider
+ * with a progress thread of its own (ofi) keeps the locks regardless. */
 #define VIADUCT_VI_RING_SOLO 0x4u
 #define VIADUCT_VI_FLAGS_ALL (VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_SPLIT_RECV | \
 			      VIADUCT_VI_RING_SOLO)

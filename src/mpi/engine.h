@@ -102,6 +102,15 @@ struct vd_req *vd_req_get(MPI_Request handle);
 void vd_req_release(struct vd_req *r);
 void vd_req_complete(struct vd_req *r, int err);
 
+/* place.c: where the ranks live.  vd_place_init (collective, before the
+ * NIC opens) picks the provider that joins them; vd_place_exchange
+ * (collective) learns every rank's host address on that NIC. */
+int vd_place_init(void);
+const char *vd_place_device(void);
+int vd_place_exchange(VIP_NIC_HANDLE nic);
+const uint8_t *vd_place_host(int rank, unsigned *len);
+void vd_place_finalize(void);
+
 /* wire.c: VIPL plumbing. */
 int vd_wire_init(void);
 void vd_wire_finalize(void);

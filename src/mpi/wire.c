@@ -154,19 +154,22 @@ static uint64_t fnv64(const char *s)
 	return h;
 }
 
-/* host + (job, from, to): the two sides of a pair mirror each other. */
-static VIP_NET_ADDRESS *make_addr(uint8_t *room, const uint8_t host[6], int from, int to)
+/* The host of `host_rank` + (job, from, to): the two sides of a pair
+ * mirror each other. */
+static VIP_NET_ADDRESS *make_addr(uint8_t *room, int host_rank, int from, int to)
 {
 	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
 	uint64_t job = fnv64(vd_mpi.jobid);
 	int32_t f = from, t = to;
+	unsigned alen;
+	const uint8_t *host = vd_place_host(host_rank, &alen);
 
-	a->HostAddressLen = 6;
+	a->HostAddressLen = (VIP_UINT16)alen;
 	a->DiscriminatorLen = 16;
-	memcpy(a->HostAddress, host, 6);
-	memcpy(a->HostAddress + 6, &job, 8);
-	memcpy(a->HostAddress + 14, &f, 4);
-	memcpy(a->HostAddress + 18, &t, 4);
+	memcpy(a->HostAddress, host, alen);
+	memcpy(a->HostAddress + alen, &job, 8);
+	memcpy(a->HostAddress + alen + 8, &f, 4);
+	memcpy(a->HostAddress + alen + 12, &t, 4);
 	return a;
 }
 
@@ -194,19 +197,14 @@ static int vi_create(struct peer *p, int rank)
  * (the provider advances every pending set-up while one waits). */
 static int connect_all(void)
 {
-	uint8_t la[64], ra[64], host[6];
-	VIP_NET_ADDRESS *h = (VIP_NET_ADDRESS *)la;
+	uint8_t la[64], ra[64];
 	VIP_VI_ATTRIBUTES attrs;
 
-	h->HostAddressLen = 6;
-	if (VipNSGetHostByName(W.nic, "localhost", h, 0) != VIP_SUCCESS)
-		return -EHOSTUNREACH;
-	memcpy(host, h->HostAddress, 6);
 	for (int r = 0; r < vd_mpi.size; r++) {
 		if (r == vd_mpi.rank)
 			continue;
-		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, host, vd_mpi.rank, r),
-					  make_addr(ra, host, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
+		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, vd_mpi.rank, vd_mpi.rank, r),
+					  make_addr(ra, r, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
 			return -ECONNREFUSED;
 	}
 	for (int r = 0; r < vd_mpi.size; r++)
@@ -250,14 +248,25 @@ int vd_wire_init(void)
 		return -EINVAL;
 	W.pin = pin == 1;
 	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
-	if (VipOpenNic("/dev/via_lo", &W.nic) != VIP_SUCCESS)
+	if ((err = vd_place_init()))
+		return err;
+	if (!strcmp(vd_place_device(), "ofi"))
+		W.pin = true;   /* a fabric registers what it pins */
+	if (VipOpenNic(vd_place_device(), &W.nic) != VIP_SUCCESS) {
+		fprintf(stderr, "viaduct MPI: rank %d: cannot open the VIPL NIC '%s'%s\n",
+			vd_mpi.rank, vd_place_device(),
+			strcmp(vd_place_device(), "ofi") ? "" :
+			" (the ranks are on several hosts; VIADUCT_DEBUG=1 says why)");
 		return -ENODEV;
+	}
 	VipErrorCallback(W.nic, NULL, on_vipl_error);
 	W.peers = calloc((size_t)vd_mpi.size, sizeof(*W.peers));
 	if (!W.peers)
 		return -ENOMEM;
 	if (vd_mpi.size == 1)
 		return 0;
+	if ((err = vd_place_exchange(W.nic)))
+		return err;
 	if (VipCreateCQ(W.nic, 65536, &W.cq) != VIP_SUCCESS)
 		return -ENOMEM;
 	err = pool_init(vd_mpi.size - 1);
@@ -305,6 +314,7 @@ void vd_wire_finalize(void)
 	}
 	if (W.nic)
 		VipCloseNic(W.nic);
+	vd_place_finalize();
 	free(W.peers);
 	memset(&W, 0, sizeof(W));
 }

@@ -78,6 +78,8 @@ static const struct param params[] = {
 	  "protocol above the eager limit" },
 	{ "VIADUCT_MPI_PROTOCOL", PT_CHOICE, "auto", 0, 0, "auto|eager|get|rndv|rendezvous",
 	  "force one protocol for every message" },
+	{ "VIADUCT_MPI_NET", PT_CHOICE, "auto", 0, 0, "auto|shm|ofi",
+	  "how MPI ranks reach each other: auto (shm on one host, else ofi for all), shm, ofi" },
 	{ "VIADUCT_MPI_PIN", PT_BOOL, "0", 0, 0, NULL,
 	  "1: pin MPI message buffers (RLIMIT_MEMLOCK then limits them)" },
 	{ "VIADUCT_MPI_REGCACHE_BYTES", PT_SIZE,

@@ -184,6 +184,11 @@ static inline int vd_tpt_verdict(uint32_t key, uint64_t base, uint64_t size,
                                          * registration need not be pinned */
 #define VD_PROV_RINGS 0x2u              /* viaduct_ring_* message rings */
 #define VD_PROV_RDMA_READ 0x4u          /* VIP_CONTROL_OP_RDMAREAD */
+#define VD_PROV_RING_SOLO 0x8u          /* ring calls may skip the queue
+                                         * locks when the application
+                                         * serialises them (no thread of
+                                         * the provider's own touches the
+                                         * queues) */
 
 struct vd_prov_caps {
 	uint32_t flags;                     /* VD_PROV_* */

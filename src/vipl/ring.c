@@ -11,10 +11,13 @@
 
 /* VIADUCT_VI_RING_SOLO: the caller serialises, so no lock (the flag is
  * read once per call; changing it while a ring call runs is the caller's
- * own race, as the flag's contract says). */
+ * own race, as the flag's contract says) -- where the provider allows it:
+ * ofi's progress thread applies arrivals under the queue locks too, so
+ * there the locks stay. */
 static bool solo(const struct vd_vi *vi)
 {
-	return atomic_load_explicit(&vi->ext_flags, memory_order_relaxed) & VIADUCT_VI_RING_SOLO;
+	return (vi->nic->caps->flags & VD_PROV_RING_SOLO) &&
+	       (atomic_load_explicit(&vi->ext_flags, memory_order_relaxed) & VIADUCT_VI_RING_SOLO);
 }
 
 static void q_lock(struct vd_wq *q, bool skip)

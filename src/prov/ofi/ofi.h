@@ -307,7 +307,8 @@ struct vd_ofi_conn {
 	/* Arrivals, in order; appended by progress, taken under rq.lock. */
 	vd_lock_t in_lock;
 	struct vd_ofi_op *in_head, **in_tail;
-	uint32_t in_len;            /* in_lock */
+	struct vd_ofi_op *rin_head, **rin_tail;     /* ring messages */
+	uint32_t in_len;            /* in_lock: both queues */
 	uint32_t rx_seq;            /* rq.lock: message being placed */
 	bool rx_active;             /* rq.lock: a send is being placed */
 	bool rx_drop;               /* rq.lock: ...and dropped (unreliable) */

@@ -57,6 +57,7 @@ static struct vd_ofi_conn *conn_new(struct vd_ofi_nic *on, struct vd_vi *vi)
 	c->token = vd_random64() | 1;
 	vd_lock_init(&c->in_lock);
 	c->in_tail = &c->in_head;
+	c->rin_tail = &c->rin_head;
 	atomic_store(&c->last_rx_ns, vd_now_ns());
 	pthread_mutex_lock(&on->lock);
 	/* Indices are never reused within a NIC: a stale message or

@@ -522,7 +522,11 @@ static void on_rx(struct vd_ofi_nic *on, struct vd_ofi_op *op)
 	struct vd_ofi_conn *c;
 
 	if (!hdr_valid(op)) {
-		vd_log("ofi: malformed message dropped");
+		vd_log("ofi: malformed message dropped (%zu bytes; magic %#x version %u type %u len %u)",
+		       op->len, ((const struct vd_ofi_hdr *)op->buf)->magic,
+		       ((const struct vd_ofi_hdr *)op->buf)->version,
+		       ((const struct vd_ofi_hdr *)op->buf)->type,
+		       ((const struct vd_ofi_hdr *)op->buf)->len);
 		vd_ofi_repost(op);
 		return;
 	}

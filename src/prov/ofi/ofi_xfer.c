@@ -593,9 +593,6 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 		atomic_fetch_add(&c->deferred, 1);
 		vd_ofi_kick_mark(c, VD_OFI_KICK_TX);
 		break;
-	case VD_OFI_RING:
-		vd_ofi_rx_ring(vi, c, h, p);
-		break;
 	default:
 		break;          /* KEEPALIVE */
 	}
@@ -628,12 +625,37 @@ static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
 	return op;
 }
 
+static struct vd_ofi_op *ring_in_pop(struct vd_ofi_conn *c)
+{
+	struct vd_ofi_op *op;
+
+	vd_lock(&c->in_lock);
+	op = c->rin_head;
+	if (op) {
+		c->rin_head = op->next;
+		c->in_len--;
+		if (!c->rin_head)
+			c->rin_tail = &c->rin_head;
+	}
+	vd_unlock(&c->in_lock);
+	return op;
+}
+
+/* Ring messages first, and on their own: a send waiting for a receive
+ * (flow control) must not hold them back -- the application may post
+ * that receive only once it has read them. */
 static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
 	struct vd_ofi_op *op;
 
 	if (conn_of(vi) != c)
 		return;
+	while ((op = ring_in_pop(c))) {
+		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
+			vd_ofi_rx_ring(vi, c, (const void *)op->buf,
+				       op->buf + sizeof(struct vd_ofi_hdr));
+		vd_ofi_repost(op);
+	}
 	while ((op = in_peek(c))) {
 		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED &&
 		    !rx_one(vi, c, op))
@@ -681,10 +703,16 @@ static uint32_t msg_no(const struct vd_ofi_op *op)
 	return ((const struct vd_ofi_hdr *)op->buf)->msg_no;
 }
 
-/* Insert into the held list, sorted by number. */
+/* Insert into the held list, sorted by number -- as a copy: the message
+ * it waits for may be a large one that the fabric can deliver only into
+ * a free receive buffer (rxm completes a rendezvous after later eager
+ * messages), and held fabric buffers would run the endpoint out of them
+ * (two ranks streaming at each other deadlocked so). */
 static void hold(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 {
 	struct vd_ofi_op **p = &c->held;
+
+	op = vd_ofi_detach(op);
 
 	while (*p && (int32_t)(msg_no(*p) - msg_no(op)) < 0)
 		p = &(*p)->next;
@@ -740,6 +768,8 @@ void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 		vd_ofi_repost(op);
 		return;
 	}
+	bool ring = h->type == VD_OFI_RING;     /* h is gone once detached */
+
 	vd_lock(&c->in_lock);
 	n = c->in_len;
 	vd_unlock(&c->in_lock);
@@ -747,8 +777,13 @@ void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 		op = vd_ofi_detach(op);
 	op->next = NULL;
 	vd_lock(&c->in_lock);
-	*c->in_tail = op;
-	c->in_tail = &op->next;
+	if (ring) {                     /* apply_rx: their own queue */
+		*c->rin_tail = op;
+		c->rin_tail = &op->next;
+	} else {
+		*c->in_tail = op;
+		c->in_tail = &op->next;
+	}
 	c->in_len++;
 	vd_unlock(&c->in_lock);
 	vd_ofi_kick(c, VD_OFI_KICK_RX);
@@ -867,6 +902,8 @@ void vd_ofi_conn_free_data(struct vd_ofi_conn *c)
 	struct vd_ofi_op *op;
 
 	while ((op = in_pop(c)))
+		vd_ofi_repost(op);
+	while ((op = ring_in_pop(c)))
 		vd_ofi_repost(op);
 	while (c->held) {           /* progress lock held by the caller */
 		op = c->held;

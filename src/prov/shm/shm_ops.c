@@ -10,7 +10,7 @@ static void shm_query(struct vd_nic *nic, struct vd_prov_caps *c)
 {
 	(void)nic;
 	c->flags = VD_PROV_MOVES_BY_ADDRESS |   /* process_vm_readv/writev */
-		   VD_PROV_RINGS | VD_PROV_RDMA_READ;
+		   VD_PROV_RINGS | VD_PROV_RDMA_READ | VD_PROV_RING_SOLO;
 	c->addr_len = VD_SHM_ADDR_LEN;
 	c->max_discriminator = VD_SHM_MAX_DISCRIMINATOR;
 	c->inline_max = 40;

@@ -1,0 +1,21 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# MPI over the ofi provider on one host (VIADUCT_MPI_NET=ofi: what a job
+# spread over several hosts uses for every pair): point to point, many
+# messages in flight, collectives, communicators, under the default
+# protocols and forced eager and get.
+. "$(dirname "$0")/mpi/runlib.sh"
+mt_need p2p p2p_nb window coll comm
+if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
+	echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
+	exit 77
+fi
+export VIADUCT_MPI_NET=ofi VIADUCT_OFI_PROVIDER=tcp
+for n in 2 3; do
+	for p in p2p p2p_nb window coll comm; do
+		mt_run "$p over ofi" "$n" -- "$p"
+	done
+	mt_run "window over ofi, eager" "$n" VIADUCT_MPI_PROTOCOL=eager -- window
+	mt_run "window over ofi, get" "$n" VIADUCT_MPI_PROTOCOL=get -- window
+done
+mt_done
