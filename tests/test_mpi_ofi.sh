@@ -3,7 +3,8 @@
 # MPI over the ofi provider on one host (VIADUCT_MPI_NET=ofi: what a job
 # spread over several hosts uses for every pair): point to point, many
 # messages in flight, collectives, communicators, under the default
-# protocols and forced eager and get.
+# protocols and forced eager, get and rendezvous (an RDMA write with
+# immediate data under flow control waits for the target's receive).
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need p2p p2p_nb window coll comm
 if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
@@ -17,5 +18,7 @@ for n in 2 3; do
 	done
 	mt_run "window over ofi, eager" "$n" VIADUCT_MPI_PROTOCOL=eager -- window
 	mt_run "window over ofi, get" "$n" VIADUCT_MPI_PROTOCOL=get -- window
+	mt_run "window over ofi, rendezvous" "$n" VIADUCT_MPI_PROTOCOL=rndv -- window
+	mt_run "p2p over ofi, rendezvous" "$n" VIADUCT_MPI_PROTOCOL=rndv -- p2p
 done
 mt_done

@@ -233,6 +233,17 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 			 (long)r);
 		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
 		vd_pmi_abort(MPI_ERR_OTHER, msg);
+	} else if (e->ResourceCode == VIP_RESOURCE_VI) {
+		/* Any other break of a VI (a receive queue found empty, an
+		 * overrun) leaves its peer unreachable: end the job with the
+		 * reason rather than wait on it forever. */
+		intptr_t r = (intptr_t)VipGetUserData(e->ViHandle) - 1;
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "the connection to rank %ld broke (VIA error %d)",
+			 (long)r, (int)e->ErrorCode);
+		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
+		vd_pmi_abort(MPI_ERR_INTERN, msg);
 	}
 }
 

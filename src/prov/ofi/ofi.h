@@ -469,6 +469,7 @@ int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t 
 VIP_DESCRIPTOR *vd_ofi_front_recv(struct vd_vi *vi);
 /* The peer sent what no honest peer sends: break, telling it. */
 void vd_ofi_rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code);
+bool vd_ofi_rx_defer(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h);
 /* A SEND message (chunk or zero-copy request); false: it stays at the
  * head of the arrivals for now. */
 bool vd_ofi_rx_send(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,

@@ -51,20 +51,27 @@ void vd_ofi_rx_fail(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
 	vd_ofi_conn_break(c, code, true);
 }
 
+/* Flow control: a message that needs a receive and finds none is kept
+ * (true) when its sender waits for one, and the sender told once. */
+bool vd_ofi_rx_defer(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	if (!(h->flags & VD_OFI_F_FLOW))
+		return false;
+	if (c->rx_deferred != h->seq + 1) {
+		c->rx_deferred = h->seq + 1;
+		vd_ofi_send_ctl(c, VD_OFI_DEFERRED, h->seq, 0);
+	}
+	return true;
+}
+
 /* A receive descriptor for a message that starts now: 0, or -ENOSPC when
  * there is none (already handled per reliability level). */
 static int rx_start(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 {
 	VIP_DESCRIPTOR *d = vd_ofi_front_recv(vi);
 
-	if (!d && (h->flags & VD_OFI_F_FLOW)) {
-		/* The sender waits for a receive: keep the message. */
-		if (c->rx_deferred != h->seq + 1) {
-			c->rx_deferred = h->seq + 1;
-			vd_ofi_send_ctl(c, VD_OFI_DEFERRED, h->seq, 0);
-		}
+	if (!d && vd_ofi_rx_defer(c, h))
 		return -EAGAIN;
-	}
 	c->rx_active = true;
 	c->rx_drop = false;
 	c->rx_seq = h->seq;

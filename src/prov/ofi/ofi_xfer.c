@@ -119,8 +119,10 @@ static int post_chunks(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq,
 	VIP_ADDRESS_SEGMENT *as = (VIP_ADDRESS_SEGMENT *)vd_desc_seg(d, 0);
 	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
 	bool imm = d->CS.Control & VIP_CONTROL_IMMEDIATE;
-	uint32_t flow = !rdma && (atomic_load(&c->vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL) ?
-			VD_OFI_F_FLOW : 0;
+	/* Flow control holds sends and RDMA writes with immediate data (which
+	 * consume a receive) until the target has a receive posted. */
+	uint32_t flow = (!rdma || imm) &&
+			(atomic_load(&c->vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL) ? VD_OFI_F_FLOW : 0;
 
 	do {
 		uint64_t n = total - c->tx_off < VD_OFI_EAGER_MAX ? total - c->tx_off :
@@ -202,7 +204,8 @@ static int post_zc(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, unsig
 	VIP_DATA_SEGMENT *s = vd_desc_seg(d, first);
 	struct vd_ofi_tx *t = &c->tx[seq % VD_OFI_TX_WINDOW];
 	uint32_t op = d->CS.Control & VIP_CONTROL_OP_MASK;
-	bool flow = op == VIP_CONTROL_OP_SENDRECV &&
+	bool flow = (op == VIP_CONTROL_OP_SENDRECV ||
+		     (op == VIP_CONTROL_OP_RDMAWRITE && (d->CS.Control & VIP_CONTROL_IMMEDIATE))) &&
 		    (atomic_load(&c->vi->ext_flags) & VIADUCT_VI_FLOW_CONTROL);
 	struct vd_ofi_zc z;
 	struct vd_ofi_hdr h;
@@ -223,6 +226,7 @@ static int post_zc(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, uint32_t seq, unsig
 		h.a = as->Handle;
 		h.b = (uint64_t)(uintptr_t)vd_pv(as->Data);
 		h.d = total;
+		h.flags = flow ? VD_OFI_F_FLOW : 0;
 	}
 	h.flags |= VD_OFI_F_ZC | VD_OFI_F_LAST;
 	if (d->CS.Control & VIP_CONTROL_IMMEDIATE) {
@@ -405,13 +409,17 @@ static void rdmaw_imm(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_o
 			    h->imm, true);
 }
 
-static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
+/* false: kept until a receive is posted (flow control). */
+static bool rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
 		     const uint8_t *p)
 {
 	int err;
 
 	if (c->rdma_bad_seq == h->seq + 1)
-		return;                 /* the rest of a refused write */
+		return true;            /* the rest of a refused write */
+	if ((h->flags & (VD_OFI_F_LAST | VD_OFI_F_IMM)) == (VD_OFI_F_LAST | VD_OFI_F_IMM) &&
+	    !vd_ofi_front_recv(vi) && vd_ofi_rx_defer(c, h))
+		return false;
 	vd_ofi_place_begin(c->on);
 	err = rdma_check(vi, h->a, h->b, h->len, true);
 	if (!err)
@@ -420,13 +428,14 @@ static void rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 	if (err) {
 		c->rdma_bad_seq = h->seq + 1;
 		rdma_refuse(vi, c, h->seq, true);
-		return;
+		return true;
 	}
 	if (!(h->flags & VD_OFI_F_LAST))
-		return;
+		return true;
 	if (h->flags & VD_OFI_F_IMM)
 		rdmaw_imm(vi, c, h);
 	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	return true;
 }
 
 /* An RDMA write (pulled: fi_read) or read (pushed: fi_write) that the
@@ -466,6 +475,9 @@ static bool rx_rdma_zc(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_
 	}
 	if (atomic_load(&c->zc_out))
 		return false;
+	if (write && (h->flags & VD_OFI_F_IMM) && !atomic_load(&c->zc_err) &&
+	    !vd_ofi_front_recv(vi) && vd_ofi_rx_defer(c, h))
+		return false;   /* placed; its immediate waits for a receive */
 	c->zc_active = false;
 	if (atomic_load(&c->zc_err)) {
 		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
@@ -565,8 +577,7 @@ static bool rx_one(struct vd_vi *vi, struct vd_ofi_conn *c, struct vd_ofi_op *op
 	case VD_OFI_RDMAW:
 		if (h->flags & VD_OFI_F_ZC)
 			return rx_rdma_zc(vi, c, h, p, true);
-		rx_rdmaw(vi, c, h, p);
-		break;
+		return rx_rdmaw(vi, c, h, p);
 	case VD_OFI_RDMAR:
 		if (h->flags & VD_OFI_F_ZC)
 			return rx_rdma_zc(vi, c, h, p, false);
