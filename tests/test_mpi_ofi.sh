@@ -6,6 +6,9 @@
 # protocols and forced eager, get and rendezvous (an RDMA write with
 # immediate data under flow control waits for the target's receive).
 . "$(dirname "$0")/mpi/runlib.sh"
+# libfabric is not built with TSan: its own doings are suppressed.
+[ -z "${TSAN_OPTIONS:-}" ] ||
+	export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
 mt_need p2p p2p_nb window coll comm
 if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
 	echo "SKIP: the ofi provider cannot open here (built without libfabric?)"

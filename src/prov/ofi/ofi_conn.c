@@ -261,8 +261,15 @@ static bool peer_take(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct 
 		    cm->disc_len != re->DiscriminatorLen ||
 		    memcmp(cm->disc, disc_of(re), re->DiscriminatorLen))
 			continue;
-		if (p->reqs.next != &p->reqs || !(r = calloc(1, sizeof(*r))))
-			return true;            /* a repeat, or no memory: drop */
+		if (p->reqs.next != &p->reqs) {
+			/* A repeat: the requester gave up on the one queued
+			 * (its tries are short) and waits on this one. */
+			r = vd_container_of(p->reqs.next, struct vd_conn_req, link);
+			r->cm = *cm;
+			return true;
+		}
+		if (!(r = calloc(1, sizeof(*r))))
+			return true;            /* no memory: dropped, it retries */
 		r->on = on;
 		r->cm = *cm;
 		vd_list_add(&p->reqs, &r->link);
@@ -766,22 +773,27 @@ static bool peer_has_req(void *arg)
 	return p->reqs.next != &p->reqs;
 }
 
-/* The accepting side: the request, then the usual accept. */
+/* The accepting side: the request, then the usual accept.  An accept
+ * whose requester had already given up on that request (no CONFIRM) is
+ * not the end: its newer request comes. */
 static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
 		       VIP_VI_ATTRIBUTES *ra)
 {
-	struct vd_conn_req *r;
-	int err = wait_until(on, peer_has_req, p, until);
+	for (;;) {
+		struct vd_conn_req *r;
+		int err = wait_until(on, peer_has_req, p, until);
 
-	if (err)
-		return err;
-	r = vd_container_of(p->reqs.next, struct vd_conn_req, link);
-	vd_list_del(&r->link);
-	peer_attrs(&r->cm, ra);
-	pthread_mutex_unlock(&on->lock);
-	err = vd_ofi_connect_accept(r, p->vi);
-	pthread_mutex_lock(&on->lock);
-	return err;
+		if (err)
+			return err;
+		r = vd_container_of(p->reqs.next, struct vd_conn_req, link);
+		vd_list_del(&r->link);
+		peer_attrs(&r->cm, ra);
+		pthread_mutex_unlock(&on->lock);
+		err = vd_ofi_connect_accept(r, p->vi);
+		pthread_mutex_lock(&on->lock);
+		if (err != -ECONNABORTED || (until && vd_now_ns() >= until))
+			return err;
+	}
 }
 
 /* The requesting side: a request now and then until the other side

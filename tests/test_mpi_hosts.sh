@@ -1,0 +1,70 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# MPI across two hosts (network namespaces joined by veth): MPICH's Hydra
+# starts the ranks on both (its launcher runs each host's part in that
+# host's namespace), the ranks find they live on two hosts and join
+# through the ofi provider.  Point to point, many messages in flight,
+# collectives, communicators, for 2, 3 and 4 ranks; and a rank killed on
+# the second host ends the whole job with a non-zero status.
+. "$(dirname "$0")/mpi/runlib.sh"
+# libfabric is not built with TSan: its own doings are suppressed.
+[ -z "${TSAN_OPTIONS:-}" ] ||
+	export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
+mt_need p2p window coll comm jobctl
+HYDRA=$(command -v mpiexec.hydra || true)
+if [ -z "$HYDRA" ]; then
+	echo "SKIP: mpiexec.hydra not installed (Debian package mpich)"
+	exit 77
+fi
+if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
+	echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
+	exit 77
+fi
+# shellcheck source=tests/netns.sh
+. "$(dirname "$0")/netns.sh"
+vd_netns_up
+rsh=$(mktemp /tmp/viaduct-nsrsh.XXXXXX)
+trap 'rm -f "$mt_log" "$rsh"; vd_netns_cleanup' EXIT
+# Hydra's launcher, called as ssh would be: [options] HOST COMMAND.
+cat >"$rsh" <<EOS
+#!/bin/bash
+while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
+case \$1 in
+$VD_IP_A) ns=$VD_NS_A ;;
+$VD_IP_B) ns=$VD_NS_B ;;
+*) echo "nsrsh: unknown host \$1" >&2; exit 255 ;;
+esac
+shift
+exec ip netns exec "\$ns" sh -c "\$*"
+EOS
+chmod 700 "$rsh"
+export VIADUCT_OFI_PROVIDER=tcp
+# hydra N PROG ARGS...: ranks round-robin over the two hosts
+hydra() {
+	local n=$1
+	shift
+	vd_in A timeout -k 5 60 "$HYDRA" -hosts "$VD_IP_A,$VD_IP_B" -launcher ssh \
+		-launcher-exec "$rsh" -n "$n" "$@"
+}
+for n in 2 3 4; do
+	for p in p2p window coll comm; do
+		if hydra "$n" "$(mt_prog $p)" >"$mt_log" 2>&1; then
+			mt_ok "$p across two hosts n=$n"
+		else
+			mt_bad "$p across two hosts n=$n"
+			sed 's/^/     | /' "$mt_log" | tail -20
+		fi
+	done
+done
+# The last rank (on host B for n=2) kills itself; the other must not hang.
+t0=$(date +%s)
+hydra 2 "$(mt_prog jobctl)" kill >"$mt_log" 2>&1
+rc=$?
+t1=$(date +%s)
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $((t1 - t0)) -lt 30 ]; then
+	mt_ok "a rank killed on the second host ends the job (exit $rc, $((t1 - t0)) s)"
+else
+	mt_bad "a rank killed on the second host: exit $rc after $((t1 - t0)) s"
+	sed 's/^/     | /' "$mt_log" | tail -20
+fi
+mt_done
