@@ -620,36 +620,33 @@ static struct vd_ofi_op *in_peek(struct vd_ofi_conn *c)
 	return op;
 }
 
-static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
+/* The head of one of c's arrival queues (descriptor traffic or ring
+ * messages), taken off. */
+static struct vd_ofi_op *queue_pop(struct vd_ofi_conn *c, struct vd_ofi_op **head,
+				   struct vd_ofi_op ***tail)
 {
 	struct vd_ofi_op *op;
 
 	vd_lock(&c->in_lock);
-	op = c->in_head;
+	op = *head;
 	if (op) {
-		c->in_head = op->next;
+		*head = op->next;
 		c->in_len--;
-		if (!c->in_head)
-			c->in_tail = &c->in_head;
+		if (!*head)
+			*tail = head;
 	}
 	vd_unlock(&c->in_lock);
 	return op;
 }
 
+static struct vd_ofi_op *in_pop(struct vd_ofi_conn *c)
+{
+	return queue_pop(c, &c->in_head, &c->in_tail);
+}
+
 static struct vd_ofi_op *ring_in_pop(struct vd_ofi_conn *c)
 {
-	struct vd_ofi_op *op;
-
-	vd_lock(&c->in_lock);
-	op = c->rin_head;
-	if (op) {
-		c->rin_head = op->next;
-		c->in_len--;
-		if (!c->rin_head)
-			c->rin_tail = &c->rin_head;
-	}
-	vd_unlock(&c->in_lock);
-	return op;
+	return queue_pop(c, &c->rin_head, &c->rin_tail);
 }
 
 /* Ring messages first, and on their own: a send waiting for a receive
