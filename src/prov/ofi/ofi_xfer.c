@@ -323,7 +323,11 @@ static void count_send(struct vd_vi *vi, VIP_DESCRIPTOR *d, uint64_t bytes)
 /* Complete finished descriptors, in order. */
 static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
-	vi->stats.dropped_sends += atomic_exchange(&c->dropped, 0);
+	/* Relaxed atomic adds: the receive side (rq.lock only) counts into
+	 * dropped_sends and protection_errors too; viaduct_vi_get_stats
+	 * reads under both locks. */
+	__atomic_fetch_add(&vi->stats.dropped_sends, atomic_exchange(&c->dropped, 0),
+			   __ATOMIC_RELAXED);
 	vi->stats.deferred_sends += atomic_exchange(&c->deferred, 0);
 	while (vi->sq.done < c->tx_posted) {
 		struct vd_ofi_tx *t = &c->tx[(uint32_t)vi->sq.done % VD_OFI_TX_WINDOW];
@@ -350,7 +354,7 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 		if (!st)
 			count_send(vi, vd_wq_at(&vi->sq, vi->sq.done), t->bytes);
 		if (st == VIP_STATUS_RDMA_PROT_ERROR)
-			vi->stats.protection_errors++;
+			__atomic_fetch_add(&vi->stats.protection_errors, 1, __ATOMIC_RELAXED);
 		vd_wq_complete_send(vi, st);
 		if (st && vd_ofi_reliable(vi) && st != VIP_STATUS_LENGTH_ERROR) {
 			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
@@ -390,7 +394,8 @@ static int rdma_check(struct vd_vi *vi, uint64_t handle, uint64_t addr, uint64_t
 
 static void rdma_refuse(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t seq, bool write)
 {
-	vi->stats.protection_errors++;
+	/* Atomic: the send side counts here too (see complete_sends). */
+	__atomic_fetch_add(&vi->stats.protection_errors, 1, __ATOMIC_RELAXED);
 	vd_ofi_send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
 	if (vd_ofi_reliable(vi))
 		vd_ofi_conn_break(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT, false);
@@ -402,7 +407,7 @@ static void rdmaw_imm(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_o
 		if (vd_ofi_reliable(vi))
 			vd_ofi_rx_fail(c, VIP_ERROR_RECVQ_EMPTY);
 		else
-			vi->stats.dropped_sends++;
+			__atomic_fetch_add(&vi->stats.dropped_sends, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	vd_wq_complete_recv(vi, VIP_STATUS_IMMEDIATE | VIP_STATUS_OP_REMOTE_RDMA_WRITE, 0,
