@@ -7,19 +7,13 @@
 # collectives, communicators, for 2, 3 and 4 ranks; and a rank killed on
 # the second host ends the whole job with a non-zero status.
 . "$(dirname "$0")/mpi/runlib.sh"
-# libfabric is not built with TSan: its own doings are suppressed.
-[ -z "${TSAN_OPTIONS:-}" ] ||
-	export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
 mt_need p2p window coll comm jobctl
 HYDRA=$(command -v mpiexec.hydra || true)
 if [ -z "$HYDRA" ]; then
 	echo "SKIP: mpiexec.hydra not installed (Debian package mpich)"
 	exit 77
 fi
-if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
-	echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
-	exit 77
-fi
+mt_need_ofi
 # shellcheck source=tests/netns.sh
 . "$(dirname "$0")/netns.sh"
 vd_netns_up

@@ -6,14 +6,8 @@
 # protocols and forced eager, get and rendezvous (an RDMA write with
 # immediate data under flow control waits for the target's receive).
 . "$(dirname "$0")/mpi/runlib.sh"
-# libfabric is not built with TSan: its own doings are suppressed.
-[ -z "${TSAN_OPTIONS:-}" ] ||
-	export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
 mt_need p2p p2p_nb window coll comm
-if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
-	echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
-	exit 77
-fi
+mt_need_ofi
 export VIADUCT_MPI_NET=ofi VIADUCT_OFI_PROVIDER=tcp
 for n in 2 3; do
 	for p in p2p p2p_nb window coll comm; do

@@ -103,10 +103,11 @@ void vd_req_release(struct vd_req *r);
 void vd_req_complete(struct vd_req *r, int err);
 
 /* place.c: where the ranks live.  vd_place_init (collective, before the
- * NIC opens) picks the provider that joins them; vd_place_exchange
- * (collective) learns every rank's host address on that NIC. */
+ * NIC opens) picks the provider that joins them (vd_place_net: the ofi
+ * provider, else shm); vd_place_exchange (collective) learns every
+ * rank's host address on that NIC. */
 int vd_place_init(void);
-const char *vd_place_device(void);
+bool vd_place_net(void);
 int vd_place_exchange(VIP_NIC_HANDLE nic);
 const uint8_t *vd_place_host(int rank, unsigned *len);
 void vd_place_finalize(void);

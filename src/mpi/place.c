@@ -70,23 +70,34 @@ static int unhex(const char *s, uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Does any rank live on another node?  One fence. */
+/* Does any rank live on another node?  Every rank publishes its node;
+ * rank 0 alone reads them all and publishes the verdict (two fences, 2N
+ * gets in all -- not N per rank, which a launcher serves one by one). */
 static int any_remote(bool *remote)
 {
-	char key[32], mine[NODE_ID_MAX], theirs[NODE_ID_MAX];
+	char key[32], mine[NODE_ID_MAX], theirs[NODE_ID_MAX], verdict[4];
 	int err;
 
 	node_id(mine, sizeof(mine));
 	snprintf(key, sizeof(key), "vd-node-%d", vd_mpi.rank);
 	if ((err = vd_pmi_put(key, mine)) || (err = vd_pmi_fence()))
 		return err;
-	*remote = false;
-	for (int r = 0; r < vd_mpi.size && !*remote; r++) {
-		snprintf(key, sizeof(key), "vd-node-%d", r);
-		if ((err = vd_pmi_get(key, theirs, sizeof(theirs))))
+	if (vd_mpi.rank == 0) {
+		bool differ = false;
+		for (int r = 1; r < vd_mpi.size && !differ; r++) {
+			snprintf(key, sizeof(key), "vd-node-%d", r);
+			if ((err = vd_pmi_get(key, theirs, sizeof(theirs))))
+				return err;
+			differ = strcmp(mine, theirs) != 0;
+		}
+		if ((err = vd_pmi_put("vd-net", differ ? "1" : "0")))
 			return err;
-		*remote = strcmp(mine, theirs) != 0;
 	}
+	if ((err = vd_pmi_fence()) || (err = vd_pmi_get("vd-net", verdict, sizeof(verdict))))
+		return err;
+	if (strcmp(verdict, "0") && strcmp(verdict, "1"))
+		return -EPROTO;
+	*remote = verdict[0] == '1';
 	return 0;
 }
 
@@ -136,9 +147,9 @@ int vd_place_init(void)
 	return P.net ? take_key() : 0;
 }
 
-const char *vd_place_device(void)
+bool vd_place_net(void)
 {
-	return P.net ? "ofi" : "/dev/via_lo";
+	return P.net;
 }
 
 /* Over ofi: every rank's fabric address, through PMI.  One fence. */

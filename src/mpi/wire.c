@@ -261,13 +261,12 @@ int vd_wire_init(void)
 	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
 	if ((err = vd_place_init()))
 		return err;
-	if (!strcmp(vd_place_device(), "ofi"))
+	if (vd_place_net())
 		W.pin = true;   /* a fabric registers what it pins */
-	if (VipOpenNic(vd_place_device(), &W.nic) != VIP_SUCCESS) {
-		fprintf(stderr, "viaduct MPI: rank %d: cannot open the VIPL NIC '%s'%s\n",
-			vd_mpi.rank, vd_place_device(),
-			strcmp(vd_place_device(), "ofi") ? "" :
-			" (the ranks are on several hosts; VIADUCT_DEBUG=1 says why)");
+	if (VipOpenNic(vd_place_net() ? "ofi" : "/dev/via_lo", &W.nic) != VIP_SUCCESS) {
+		fprintf(stderr, "viaduct MPI: rank %d: cannot open the VIPL NIC%s\n", vd_mpi.rank,
+			vd_place_net() ? " 'ofi' (the ranks are on several hosts, or "
+					 "VIADUCT_MPI_NET=ofi; VIADUCT_DEBUG=1 says why)" : "");
 		return -ENODEV;
 	}
 	VipErrorCallback(W.nic, NULL, on_vipl_error);

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Sourced by tests/test_mpi_*.sh (bash).  $1 of the runner is the build
-# directory.  Provides: mt_need PROG..., mt_run NAME N [ENV=V...] -- PROG ARGS,
+# directory.  Provides: mt_need PROG..., mt_need_ofi, mt_run NAME N [ENV=V...] -- PROG ARGS,
 # mt_nobody_copy PROG..., mt_done.  Ranks counts used by the runners: MT_RANKS (default 1 2 3 4 7).
 set -u
 B=${1:-${VIADUCT_BUILD:-}}
@@ -25,6 +25,17 @@ mt_need() {
 			exit 77
 		fi
 	done
+}
+
+# Skip (77) unless the ofi provider opens here (libfabric's tcp); under
+# TSan, suppress libfabric's own doings (it is not built with TSan).
+mt_need_ofi() {
+	if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
+		echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
+		exit 77
+	fi
+	[ -z "${TSAN_OPTIONS:-}" ] ||
+		export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/ofi/tsan.supp"
 }
 
 mt_prog() { echo "$B/tests/mpi/mpitest_$1"; }

@@ -481,6 +481,13 @@ int vd_ofi_send_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 int vd_ofi_recv_sleep(struct vd_vi *vi, uint64_t deadline_ns);
 void vd_ofi_wake(struct vd_vi *vi);
 void vd_ofi_conn_ready(struct vd_vi *vi);
+/* The VI's connection.  Acquire: pairs with conn_attach's release, so a
+ * connection found through its VI is complete. */
+static inline struct vd_ofi_conn *vd_ofi_conn_of(struct vd_vi *vi)
+{
+	return __atomic_load_n((struct vd_ofi_conn **)&vi->conn, __ATOMIC_ACQUIRE);
+}
+
 /* Progress recorded something for c's send (TX) or receive (RX) side:
  * apply it where the side's queue lock is free. */
 #define VD_OFI_KICK_TX 1u

@@ -498,7 +498,7 @@ static bool hs_moved(void *arg)
 
 static void conn_attach(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
-	/* Release: c complete before a progress pass (conn_of's acquire)
+	/* Release: c complete before a progress pass (vd_ofi_conn_of's acquire)
 	 * finds it through the VI. */
 	__atomic_store_n(&vi->conn, c, __ATOMIC_RELEASE);
 	vd_vi_connected(vi);

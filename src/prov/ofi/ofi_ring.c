@@ -60,12 +60,6 @@ static uint64_t ring_place(uint64_t pos, uint64_t units)
 	return off + units > VD_OFI_RING_BYTES ? pos + (VD_OFI_RING_BYTES - off) : pos;
 }
 
-static struct vd_ofi_conn *ring_conn(struct vd_vi *vi)
-{
-	/* Acquire: pairs with the release store of vi->conn at attach. */
-	return __atomic_load_n((struct vd_ofi_conn **)&vi->conn, __ATOMIC_ACQUIRE);
-}
-
 /* ---- sender (sq.lock) ----------------------------------------------------------------- */
 
 static bool ring_room(struct vd_ofi_conn *c, uint64_t end)
@@ -76,7 +70,7 @@ static bool ring_room(struct vd_ofi_conn *c, uint64_t end)
 int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const void *data,
 		     uint32_t len)
 {
-	struct vd_ofi_conn *c = ring_conn(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 	uint64_t units = ring_units(hlen + len), start, pos;
 	struct vd_ofi_hdr h;
 	int err;
@@ -181,7 +175,7 @@ static const struct ring_entry *ring_front(struct vd_ofi_ring *r)
 
 int vd_ofi_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
 {
-	struct vd_ofi_conn *c = ring_conn(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 	const struct ring_entry *e;
 
 	/* Idle: the core has left Connected for a disconnect, which frees
@@ -203,7 +197,7 @@ int vd_ofi_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
 
 int vd_ofi_ring_release(struct vd_vi *vi)
 {
-	struct vd_ofi_conn *c = ring_conn(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 	struct vd_ofi_ring *r = c && atomic_load(&vi->state) != VIP_STATE_IDLE ? c->ring : NULL;
 	const struct ring_entry *e;
 

@@ -20,12 +20,6 @@
 
 #include "prov/ofi/ofi.h"
 
-static struct vd_ofi_conn *conn_of(struct vd_vi *vi)
-{
-	/* Acquire: pairs with conn_attach's release. */
-	return __atomic_load_n(&vi->conn, __ATOMIC_ACQUIRE);
-}
-
 /* ---- sending messages --------------------------------------------------------------------- */
 
 /* The one copy into the application's registered memory that its own
@@ -365,7 +359,7 @@ static void complete_sends(struct vd_vi *vi, struct vd_ofi_conn *c)
 
 static void apply_tx(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
-	if (atomic_load(&vi->state) != VIP_STATE_CONNECTED || conn_of(vi) != c)
+	if (atomic_load(&vi->state) != VIP_STATE_CONNECTED || vd_ofi_conn_of(vi) != c)
 		return;
 	complete_sends(vi, c);
 	post_sends(vi, c);
@@ -373,7 +367,7 @@ static void apply_tx(struct vd_vi *vi, struct vd_ofi_conn *c)
 
 int vd_ofi_send_progress(struct vd_vi *vi)
 {
-	struct vd_ofi_conn *c = conn_of(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 
 	if (c) {
 		apply_tx(vi, c);
@@ -661,7 +655,7 @@ static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
 	struct vd_ofi_op *op;
 
-	if (conn_of(vi) != c)
+	if (vd_ofi_conn_of(vi) != c)
 		return;
 	while ((op = ring_in_pop(c))) {
 		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED)
@@ -680,7 +674,7 @@ static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 
 int vd_ofi_recv_progress(struct vd_vi *vi)
 {
-	struct vd_ofi_conn *c = conn_of(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 
 	if (c) {
 		vd_ofi_poll(c->on);
@@ -694,7 +688,7 @@ int vd_ofi_recv_progress(struct vd_vi *vi)
  * the way to the reply's send. */
 int vd_ofi_recv_publish(struct vd_vi *vi)
 {
-	struct vd_ofi_conn *c = conn_of(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 
 	if (c)
 		apply_rx(vi, c);
@@ -880,7 +874,7 @@ void vd_ofi_kick(struct vd_ofi_conn *c, uint32_t bits)
 
 static int vi_sleep(struct vd_vi *vi, uint64_t deadline_ns)
 {
-	struct vd_ofi_conn *c = conn_of(vi);
+	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 
 	if (deadline_ns && vd_now_ns() >= deadline_ns)
 		return -ETIMEDOUT;
