@@ -14,8 +14,9 @@ B=${1:?build dir}
 T="$B/tests"
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ -x "$T/ofi_netpair" ] || { echo "SKIP: not built"; exit 77; }
-# libfabric is not built with TSan: its own doings are suppressed.
-[ -z "${TSAN_OPTIONS:-}" ] || export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$HERE/ofi/tsan.supp"
+# shellcheck source=tests/ofi/supp.sh
+. "$HERE/ofi/supp.sh"
+vd_ofi_suppressions
 # shellcheck source=tests/netns.sh
 . "$HERE/netns.sh"
 vd_netns_up

@@ -11,6 +11,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/ofi/blackbox.sh
 . "$HERE/ofi/blackbox.sh"
 [ -x "$T/test_vipl_xfer_sg" ] || { echo "SKIP: not built"; exit 77; }
+# shellcheck source=tests/ofi/supp.sh
+. "$HERE/ofi/supp.sh"
+vd_ofi_suppressions
 # Under TSan this suite once reported a race at a connection's teardown
 # (prot_local with zero copy, CI only, not reproduced in 50 local runs):
 # open, so it skips there; test_vipl_ofi_netns runs the same tests across

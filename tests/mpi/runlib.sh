@@ -27,15 +27,17 @@ mt_need() {
 	done
 }
 
+# shellcheck source=tests/ofi/supp.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../ofi/supp.sh"
+
 # Skip (77) unless the ofi provider opens here (libfabric's tcp); under
-# TSan, suppress libfabric's own doings (it is not built with TSan).
+# the sanitizers, suppress libfabric's own doings.
 mt_need_ofi() {
 	if ! VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
 		echo "SKIP: the ofi provider cannot open here (built without libfabric?)"
 		exit 77
 	fi
-	[ -z "${TSAN_OPTIONS:-}" ] ||
-		export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/ofi/tsan.supp"
+	vd_ofi_suppressions
 }
 
 mt_prog() { echo "$B/tests/mpi/mpitest_$1"; }
