@@ -162,6 +162,14 @@ VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vi);
  * sleeps.  VIP_SUCCESS, VIP_TIMEOUT, VIP_INVALID_PARAMETER. */
 VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE cq, VIP_ULONG timeout);
 
+/* viaduct_cq_wait_any over several CQs, of the same or different NICs and
+ * providers (a process that reaches some peers through shared memory and
+ * others through a fabric): returns once any of them holds a completion
+ * or a ring message; sleeps on all of them at once (futex_waitv).  At most
+ * VIADUCT_CQ_SET_MAX CQs.  VIP_SUCCESS, VIP_TIMEOUT, VIP_INVALID_PARAMETER. */
+#define VIADUCT_CQ_SET_MAX 8
+VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout);
+
 /* ---- registration without pinning --------------------------------------------
  * Like VipRegisterMem -- a handle, bounds, ptag and RDMA rights in the
  * protection table, revoked at once by VipDeregisterMem -- but the memory

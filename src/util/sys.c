@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -104,6 +105,48 @@ void vd_futex_wake_shared(_Atomic uint32_t *word)
 	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* futex_waitv takes an absolute CLOCK_MONOTONIC deadline, as ours. */
+static int waitv_call(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns)
+{
+	struct futex_waitv v[VD_WAITV_MAX];
+	struct timespec ts = { (time_t)(deadline_ns / 1000000000u),
+			       (long)(deadline_ns % 1000000000u) };
+
+	memset(v, 0, sizeof(v));
+	for (unsigned i = 0; i < n; i++) {
+		v[i].val = w[i].seen;
+		v[i].uaddr = (uint64_t)(uintptr_t)w[i].word;
+		v[i].flags = FUTEX_32 | (w[i].shared ? 0 : FUTEX_PRIVATE_FLAG);
+	}
+	if (syscall(SYS_futex_waitv, v, n, 0, deadline_ns ? &ts : NULL,
+		    CLOCK_MONOTONIC) >= 0)
+		return 0;
+	return errno == ETIMEDOUT ? -ETIMEDOUT : errno == ENOSYS ? -ENOSYS : 0;
+}
+
+int vd_futex_waitv(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns)
+{
+	static _Atomic bool no_waitv;
+	uint64_t slice;
+	int r;
+
+	if (!n || n > VD_WAITV_MAX)
+		return -EINVAL;
+	if (deadline_ns && vd_now_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	/* Relaxed: a cache of what the kernel answered; pairs with nothing. */
+	if (!atomic_load_explicit(&no_waitv, memory_order_relaxed)) {
+		r = waitv_call(w, n, deadline_ns);
+		if (r != -ENOSYS)
+			return r;
+		atomic_store_explicit(&no_waitv, true, memory_order_relaxed);
+	}
+	slice = vd_now_ns() + 200000;
+	r = futex_wait(w[0].word, w[0].seen, deadline_ns && deadline_ns < slice ?
+		       deadline_ns : slice, w[0].shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE);
+	return r == -ETIMEDOUT && (!deadline_ns || vd_now_ns() < deadline_ns) ? 0 : r;
+}
+
 void vd_futex_bump(_Atomic uint32_t *word)
 {
 	/* Release pairs with the caller's load of *word before
@@ -131,6 +174,18 @@ int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns)
 	r = vd_futex_wait(&e->seq, seen, deadline_ns);
 	atomic_fetch_sub(&e->sleepers, 1);
 	return r;
+}
+
+void vd_event_arm(struct vd_event *e, struct vd_waitv *w)
+{
+	*w = (struct vd_waitv){ &e->seq, vd_event_seen(e), false };
+	/* Seq_cst: as in vd_event_wait. */
+	atomic_fetch_add(&e->sleepers, 1);
+}
+
+void vd_event_disarm(struct vd_event *e)
+{
+	atomic_fetch_sub(&e->sleepers, 1);
 }
 
 void vd_event_bump(struct vd_event *e)

@@ -7,6 +7,7 @@
 #define VIADUCT_UTIL_SYS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 uint64_t vd_now_ns(void);
@@ -34,6 +35,20 @@ void vd_futex_wake_shared(_Atomic uint32_t *word);
 /* Bump *word and wake every sleeper on it. */
 void vd_futex_bump(_Atomic uint32_t *word);
 
+/* One word of a vectored wait: sleep while *word holds `seen`; shared:
+ * the word is in memory other processes map (else private). */
+struct vd_waitv {
+	_Atomic uint32_t *word;
+	uint32_t seen;
+	bool shared;
+};
+/* Sleep until any word of w[0..n) no longer holds its `seen` (or is
+ * woken), or deadline_ns (0 = infinite): 0 or -ETIMEDOUT, spurious
+ * returns allowed.  n <= VD_WAITV_MAX.  Kernels without futex_waitv
+ * (before 5.16) get 200 us slices on the first word. */
+#define VD_WAITV_MAX 8
+int vd_futex_waitv(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns);
+
 /* A private futex word that counts its sleepers, so that a bump with
  * nobody asleep -- the common case on a busy-polled path -- costs no
  * system call. */
@@ -48,5 +63,9 @@ uint32_t vd_event_seen(struct vd_event *e);
  * 0 or -ETIMEDOUT, spurious returns allowed. */
 int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns);
 void vd_event_bump(struct vd_event *e);
+/* For a vectored wait (vd_futex_waitv) that includes e: fill *w and
+ * count as a sleeper; then check what is waited for, wait, and disarm. */
+void vd_event_arm(struct vd_event *e, struct vd_waitv *w);
+void vd_event_disarm(struct vd_event *e);
 
 #endif /* VIADUCT_UTIL_SYS_H */

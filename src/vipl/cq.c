@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "vipl/vipl_internal.h"
 
@@ -210,4 +211,84 @@ VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE ch, VIP_ULONG timeout)
 	if (!cq)
 		return VIP_INVALID_PARAMETER;
 	return vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout);
+}
+
+/* ---- viaduct_cq_wait_set ------------------------------------------------------ */
+
+/* The longest sleep of a set: providers' safety nets (a look at every
+ * connection after a quiet slice) run between two. */
+#define VD_SET_SLICE_NS 50000000ull
+
+struct cq_set {
+	unsigned n;
+	VIP_CQ_HANDLE handle[VIADUCT_CQ_SET_MAX];
+	struct vd_cq *cq[VIADUCT_CQ_SET_MAX];
+};
+
+static VIP_RETURN cq_set_poll(void *arg)
+{
+	struct cq_set *s = arg;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		struct cq_waiter w = { s->cq[i], s->handle[i], NULL, NULL, true };
+		VIP_RETURN r = cq_any_poll(&w);
+
+		if (r != VIP_NOT_DONE)
+			return r;
+	}
+	return VIP_NOT_DONE;
+}
+
+/* Arm every CQ, then one futex_waitv over their words: whichever
+ * provider completes first wakes us, without polling the others. */
+static int cq_set_sleep(void *arg, uint64_t deadline)
+{
+	struct cq_set *s = arg;
+	struct vd_waitv w[VIADUCT_CQ_SET_MAX];
+	void *armed_as[VIADUCT_CQ_SET_MAX];
+	uint64_t now = vd_now_ns(), until = deadline;
+	uint64_t slice = now + VD_SET_SLICE_NS;
+	unsigned armed = 0;
+	int err = 0, r = 0;
+
+	for (; armed < s->n; armed++) {
+		/* Stalled sends complete on a peer's receive, which rings no
+		 * word: look again every millisecond (as cq_sleep_fn). */
+		if (atomic_load(&s->cq[armed]->nic->stalled))
+			slice = now + 1000000;
+		r = s->cq[armed]->nic->ops->cq_arm(s->cq[armed], &w[armed], &armed_as[armed]);
+		if (r)
+			break;
+	}
+	if (!until || until > slice)
+		until = slice;
+	if (!r) {
+		err = vd_futex_waitv(w, armed, until);
+	} else if (r < 0) {
+		/* A provider that cannot arm: short naps, never a spin. */
+		struct timespec nap = { 0, 200000 };
+		nanosleep(&nap, NULL);
+	}
+	while (armed--)
+		s->cq[armed]->nic->ops->cq_disarm(s->cq[armed], armed_as[armed],
+						  err == -ETIMEDOUT);
+	/* A slice that ran out is not the caller's timeout. */
+	return err == -ETIMEDOUT && until != deadline ? 0 : err;
+}
+
+VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout)
+{
+	struct cq_set s = { .n = n };
+
+	if (!cqs || n == 0 || n > VIADUCT_CQ_SET_MAX)
+		return VIP_INVALID_PARAMETER;
+	for (unsigned i = 0; i < n; i++) {
+		s.handle[i] = cqs[i];
+		s.cq[i] = vd_obj_lookup(cqs[i], VD_OBJ_CQ);
+		if (!s.cq[i])
+			return VIP_INVALID_PARAMETER;
+	}
+	if (n == 1)
+		return viaduct_cq_wait_any(cqs[0], timeout);
+	return vd_poll_wait(cq_set_poll, cq_set_sleep, &s, timeout);
 }

@@ -63,6 +63,8 @@ static int st_cq_pop(struct vd_cq *c, uint64_t *b, bool *r) { (void)c, (void)b, 
 static int st_cq_push_local(struct vd_cq *c, struct vd_vi *v, bool r) { (void)c, (void)v, (void)r; return -ENOSYS; }
 static int st_cq_sleep(struct vd_cq *c, uint64_t d, bool r) { (void)c, (void)d, (void)r; return -ENOSYS; }
 static bool st_cq_ready(struct vd_cq *c) { (void)c; return false; }
+static int st_cq_arm(struct vd_cq *c, struct vd_waitv *w, void **a) { (void)c, (void)w, (void)a; return -ENOSYS; }
+static void st_cq_disarm(struct vd_cq *c, void *a, bool t) { (void)c, (void)a, (void)t; }
 static int st_ring_send(struct vd_vi *v, const void *h, uint32_t hl, const void *d, uint32_t l)
 { (void)v, (void)h, (void)hl, (void)d, (void)l; return -ENOSYS; }
 static int st_ring_peek(struct vd_vi *v, const void **m, uint32_t *l) { (void)v, (void)m, (void)l; return -ENOSYS; }
@@ -80,7 +82,8 @@ static const struct vd_prov_ops g_stubs = {
 	.recv_progress = st_vi_int, .send_sleep = st_sleep, .recv_sleep = st_sleep,
 	.cq_open = st_cq_open, .cq_close = st_cq_close, .cq_pop = st_cq_pop,
 	.cq_push_local = st_cq_push_local, .cq_sleep = st_cq_sleep,
-	.cq_ready = st_cq_ready, .ring_send = st_ring_send,
+	.cq_ready = st_cq_ready, .cq_arm = st_cq_arm, .cq_disarm = st_cq_disarm,
+	.ring_send = st_ring_send,
 	.ring_peek = st_ring_peek, .ring_release = st_vi_int,
 };
 

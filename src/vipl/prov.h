@@ -115,6 +115,16 @@ struct vd_prov_ops {
 	/* Non-consuming: the CQ holds an event, or the message ring of a VI
 	 * whose receive queue is bound to it holds a message.  No lock held. */
 	bool (*cq_ready)(struct vd_cq *cq);
+	/* A sleep on several CQs at once (viaduct_cq_wait_set), of any
+	 * providers: arm registers as a sleeper of cq, so that an event or
+	 * ring message for it changes or wakes *w->word, and fills *w;
+	 * returns 0 (armed; *armed for disarm), 1 (cq is ready already, or
+	 * closing: nothing armed) or -errno.  Progress the provider needs
+	 * meanwhile is its own affair (a thread of its own).  disarm undoes
+	 * an arm that returned 0, even if the CQ is being destroyed
+	 * meanwhile; timed_out: the sleep ran its course.  No lock held. */
+	int (*cq_arm)(struct vd_cq *cq, struct vd_waitv *w, void **armed);
+	void (*cq_disarm)(struct vd_cq *cq, void *armed, bool timed_out);
 
 	/* Message rings (caps VD_PROV_RINGS).  Send with sq.lock held, peek
 	 * and release with rq.lock held.  0, -EAGAIN (full / empty),

@@ -254,6 +254,10 @@ struct vd_ofi_nic {
 	int preempt_fd;             /* eventfd: rings the service thread out */
 	struct vd_event events;     /* bumped after every pass
 	                             * that recorded something */
+	_Atomic uint32_t handoff;   /* application threads asleep in a CQ
+	                             * set (vd_ofi_cq_arm): the service thread
+	                             * progresses for them */
+	struct vd_event svc_wake;   /* wakes the service thread's nap */
 	_Atomic uint32_t pending;   /* conns with unapplied completions */
 	pthread_t service;
 	_Atomic bool stop;
@@ -539,6 +543,9 @@ int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 bool vd_ofi_cq_ready(struct vd_cq *cq);
+int vd_ofi_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed);
+void vd_ofi_cq_disarm(struct vd_cq *cq, void *armed, bool timed_out);
+void vd_ofi_handoff(struct vd_ofi_nic *on, int delta);
 /* Unread ring messages of VIs whose receive queue feeds cq changed by
  * delta (viaduct_cq_wait_any wakes for them). */
 void vd_ofi_cq_ring_count(struct vd_cq *cq, int delta);

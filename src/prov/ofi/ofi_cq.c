@@ -138,6 +138,33 @@ void vd_ofi_cq_ring_count(struct vd_cq *cq, int delta)
 		atomic_fetch_add_explicit(&q->ring_unread, delta, memory_order_relaxed);
 }
 
+/* A sleep on a set of CQs: on `events`, which every progress pass that
+ * recorded something bumps, while the service thread reads the fabric
+ * for us (no thread of ours can sleep in its poll() and on the other
+ * CQs' words at once). */
+int vd_ofi_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(cq->nic);
+
+	vd_event_arm(&on->events, w);
+	vd_ofi_handoff(on, 1);
+	*armed = on;
+	if (cq_has(cq, true)) {
+		vd_ofi_cq_disarm(cq, on, false);
+		return 1;
+	}
+	return 0;
+}
+
+void vd_ofi_cq_disarm(struct vd_cq *cq, void *armed, bool timed_out)
+{
+	struct vd_ofi_nic *on = armed;
+
+	(void)cq, (void)timed_out;
+	vd_ofi_handoff(on, -1);
+	vd_event_disarm(&on->events);
+}
+
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings)
 {
 	if (deadline_ns && vd_now_ns() >= deadline_ns)

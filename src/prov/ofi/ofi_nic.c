@@ -754,16 +754,33 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 static void service_progress(struct vd_ofi_nic *on)
 {
 	uint64_t now = vd_now_ns(), until = now + 20000000;
+	uint32_t seen = vd_event_seen(&on->svc_wake);
 
+	/* An application thread asleep in a CQ set polled a moment ago but
+	 * relies on us now.  Seq_cst load: pairs with vd_ofi_handoff's
+	 * increment before its bump of svc_wake. */
 	if (atomic_load(&on->want) ||
-	    vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
-	    2000000 ||
+	    (!atomic_load(&on->handoff) &&
+	     vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
+	     2000000) ||
 	    !vd_trylock(&on->progress)) {
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
+		(void)vd_event_wait(&on->svc_wake, seen, now + 1000000);
 		return;
 	}
 	progress_locked(on, until, true, true);
+}
+
+/* delta +1: an application thread goes to sleep on a CQ set and hands
+ * the fabric to the service thread, woken from its nap at once; -1: it
+ * is back. */
+void vd_ofi_handoff(struct vd_ofi_nic *on, int delta)
+{
+	if (delta < 0) {
+		atomic_fetch_sub(&on->handoff, 1);
+		return;
+	}
+	atomic_fetch_add(&on->handoff, 1);
+	vd_event_bump(&on->svc_wake);
 }
 
 int vd_ofi_wait(struct vd_ofi_nic *on, uint64_t deadline_ns)

@@ -223,6 +223,8 @@ void vd_shm_cq_close(struct vd_cq *cq);
 int vd_shm_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_shm_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
+int vd_shm_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed);
+void vd_shm_cq_disarm(struct vd_cq *cq, void *armed, bool timed_out);
 /* Sender side: the announcements of doorbell slot `slot` (< VD_CQR_SLOTS)
  * are new; rings the bell if the owner sleeps. */
 void vd_cq_ring_signal(struct vd_cq_ring *r, uint32_t slot);

@@ -388,17 +388,14 @@ bool vd_shm_cq_ready(struct vd_cq *cq)
 	return ready;
 }
 
-/* rings: a message in a ring feeding the CQ also ends the sleep
- * (viaduct_cq_wait_any); VipCQWait waits for events only.  Sleeps at most
- * one slice, then asks for a look at every connection. */
-int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
+/* Register as a sleeper of cq's bell: senders that see the count ring
+ * it.  1 when there is no need to sleep (ready, or closing); else 0, the
+ * bell's word in *w and, in *armed, what disarm needs (cq->prov is
+ * cleared by a close while we sleep). */
+static int cq_arm(struct vd_cq *cq, bool rings, struct vd_waitv *w, void **armed)
 {
-	uint64_t slice_end = vd_now_ns() + VD_CQ_SLICE_NS;
-	bool sliced = !deadline || deadline > slice_end;
 	struct vd_shm_cq *sc;
 	struct vd_cq_ring *r;
-	uint32_t bell;
-	int err = 0;
 
 	/* Registered under the lock, so vd_shm_cq_close (which holds it)
 	 * either runs before -- prov is NULL -- or waits for us. */
@@ -408,22 +405,55 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 		atomic_fetch_add(&sc->sleepers, 1);
 	vd_unlock(&cq->lock);
 	if (!sc)
-		return 0;
+		return 1;
 	r = sc->ring;
+	*armed = sc;
 	/* seq_cst RMW pairs with the senders' seq_cst signal, the fence in
 	 * vd_shm_cq_push_local and the exchange in shm_ring.c's publish():
 	 * either they see the count and ring the bell, or we see what they
 	 * published. */
 	atomic_fetch_add(&r->c.waiting, 1);
-	bell = atomic_load(&r->b.bell);
-	if (!events_ready(sc) && !atomic_load(&sc->closing) &&
-	    !(rings && vd_shm_cq_rings_ready(sc)))
-		err = vd_futex_wait_shared(&r->b.bell, bell, sliced ? slice_end : deadline);
-	atomic_fetch_sub(&r->c.waiting, 1);
-	if (err == -ETIMEDOUT && sliced) {
-		atomic_store(&sc->rescan, true);
-		err = 0;
+	*w = (struct vd_waitv){ &r->b.bell, atomic_load(&r->b.bell), true };
+	if (events_ready(sc) || atomic_load(&sc->closing) ||
+	    (rings && vd_shm_cq_rings_ready(sc))) {
+		vd_shm_cq_disarm(cq, sc, false);
+		return 1;
 	}
+	return 0;
+}
+
+/* timed_out: the sleep ran its course; the next look covers every
+ * connection (a bell a sender failed to ring is not missed for good). */
+void vd_shm_cq_disarm(struct vd_cq *cq, void *armed, bool timed_out)
+{
+	struct vd_shm_cq *sc = armed;
+
+	(void)cq;
+	atomic_fetch_sub(&sc->ring->c.waiting, 1);
+	if (timed_out)
+		atomic_store(&sc->rescan, true);
 	atomic_fetch_sub(&sc->sleepers, 1);
-	return err;
+}
+
+int vd_shm_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed)
+{
+	return cq_arm(cq, true, w, armed);
+}
+
+/* rings: a message in a ring feeding the CQ also ends the sleep
+ * (viaduct_cq_wait_any); VipCQWait waits for events only.  Sleeps at most
+ * one slice, then asks for a look at every connection. */
+int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
+{
+	uint64_t slice_end = vd_now_ns() + VD_CQ_SLICE_NS;
+	bool sliced = !deadline || deadline > slice_end;
+	struct vd_waitv w;
+	void *armed;
+	int err;
+
+	if (cq_arm(cq, rings, &w, &armed))
+		return 0;
+	err = vd_futex_wait_shared(w.word, w.seen, sliced ? slice_end : deadline);
+	vd_shm_cq_disarm(cq, armed, err == -ETIMEDOUT && sliced);
+	return err == -ETIMEDOUT && sliced ? 0 : err;
 }
