@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # MPI across two hosts (network namespaces joined by veth): MPICH's Hydra
 # starts the ranks on both (its launcher runs each host's part in that
-# host's namespace), the ranks find they live on two hosts and join
-# through the ofi provider.  Point to point, many messages in flight,
-# collectives, communicators, for 2, 3 and 4 ranks; and a rank killed on
-# the second host ends the whole job with a non-zero status.
+# host's namespace); each rank reaches the ranks of its own host through
+# shm and the others through the ofi provider.  Point to point, many
+# messages in flight, collectives, communicators, for 2, 3 and 4 ranks
+# round robin and for two ranks on each host; and a rank killed on the
+# second host ends the whole job with a non-zero status.
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need p2p window coll comm jobctl
 HYDRA=$(command -v mpiexec.hydra || true)
@@ -33,11 +34,12 @@ exec ip netns exec "\$ns" sh -c "\$*"
 EOS
 chmod 700 "$rsh"
 export VIADUCT_OFI_PROVIDER=tcp
-# hydra N PROG ARGS...: ranks round-robin over the two hosts
+# hydra N PROG ARGS...: ranks round-robin over the two hosts (HOSTS
+# overrides: "a:2,b:2" puts ranks 0-1 on a, 2-3 on b)
 hydra() {
 	local n=$1
 	shift
-	vd_in A timeout -k 5 60 "$HYDRA" -hosts "$VD_IP_A,$VD_IP_B" -launcher ssh \
+	vd_in A timeout -k 5 60 "$HYDRA" -hosts "${HOSTS:-$VD_IP_A,$VD_IP_B}" -launcher ssh \
 		-launcher-exec "$rsh" -n "$n" "$@"
 }
 for n in 2 3 4; do
@@ -49,6 +51,18 @@ for n in 2 3 4; do
 			sed 's/^/     | /' "$mt_log" | tail -20
 		fi
 	done
+done
+# Two ranks on each host: each reaches its neighbour through shm and the
+# other host's ranks through ofi (VIADUCT_DEBUG=1 says which is which).
+for p in p2p coll comm; do
+	if HOSTS="$VD_IP_A:2,$VD_IP_B:2" VIADUCT_DEBUG=1 hydra 4 "$(mt_prog $p)" >"$mt_log" 2>&1 &&
+		grep -q "rank 0: peers through shm: 1; through ofi: 2 3$" "$mt_log" &&
+		grep -q "rank 3: peers through shm: 2; through ofi: 0 1$" "$mt_log"; then
+		mt_ok "$p, two ranks on each host: shm inside a host, ofi across"
+	else
+		mt_bad "$p, two ranks on each host"
+		grep -v "^viaduct\[" "$mt_log" | sed 's/^/     | /' | tail -20
+	fi
 done
 # The last rank (on host B for n=2) kills itself; the other must not hang.
 t0=$(date +%s)

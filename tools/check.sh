@@ -104,11 +104,26 @@ test_config() {
 		record FAIL "$name: no test ran (ctest exit $rc)"
 	elif [ "$rc" -ne 0 ]; then
 		record FAIL "$name: ctest exit $rc ($counts)"
+		failure_digest "$dir/ctest.log"
 	elif [ "$passed" -eq 0 ]; then
 		record FAIL "$name: every test skipped ($counts)"
 	else
 		record PASS "$name: $counts"
 	fi
+}
+
+# The telling lines of each failed test's output (ctest prints it after
+# the test's ***Failed line), into the summary: the summary is what a
+# reader of a long CI log sees first.
+failure_digest() {
+	local line
+	while IFS= read -r line; do
+		summary+=("     | $line")
+	done < <(awk '
+		/Test +#[0-9]+: .*\*\*\*(Failed|Timeout|Exception)/ { name = $4; grab = 1; n = 0; print "failed: " name; next }
+		/^ *Start +[0-9]+: / || /Test +#[0-9]+: .*Passed/ { grab = 0 }
+		grab && n < 8 && /FAIL|[Ff]ailed|ThreadSanitizer|AddressSanitizer|LeakSanitizer|runtime error|SUMMARY|[Tt]imeout|not seen|check failed/ { print "  " substr($0, 1, 160); n++ }
+	' "$1" | head -n 40)
 }
 
 # ---- install smoke test -------------------------------------------------

@@ -102,14 +102,20 @@ struct vd_req *vd_req_get(MPI_Request handle);
 void vd_req_release(struct vd_req *r);
 void vd_req_complete(struct vd_req *r, int err);
 
-/* place.c: where the ranks live.  vd_place_init (collective, before the
- * NIC opens) picks the provider that joins them (vd_place_net: the ofi
- * provider, else shm); vd_place_exchange (collective) learns every
- * rank's host address on that NIC. */
+/* place.c: where the ranks live, and the transport to each peer: shm
+ * inside a node, ofi across (VIADUCT_MPI_NET).  vd_place_init
+ * (collective, before the NICs open) learns the node of every rank;
+ * vd_place_local records this rank's host address on a transport's NIC;
+ * vd_place_exchange (collective whenever vd_place_job_net) learns the
+ * fabric addresses of the remote peers. */
+enum vd_transport { VD_T_SHM, VD_T_OFI, VD_T_N };
 int vd_place_init(void);
-bool vd_place_net(void);
-int vd_place_exchange(VIP_NIC_HANDLE nic);
-const uint8_t *vd_place_host(int rank, unsigned *len);
+enum vd_transport vd_place_via(int rank);
+bool vd_place_uses(enum vd_transport t);
+bool vd_place_job_net(void);
+int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic);
+int vd_place_exchange(void);
+const uint8_t *vd_place_host(enum vd_transport t, int rank, unsigned *len);
 void vd_place_finalize(void);
 
 /* wire.c: VIPL plumbing. */
@@ -127,9 +133,11 @@ int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh
 int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
 			   VIP_MEM_HANDLE lmh, uint64_t raddr, VIP_MEM_HANDLE rmh,
 			   size_t len, uint32_t imm);
-int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
-		     VIP_MEM_HANDLE *mh);
-void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh);
+/* Registration with transport t's NIC (vd_place_via(peer) for a
+ * transfer with peer). */
+int vd_wire_register(enum vd_transport t, void *addr, size_t len, bool rdma_read,
+		     bool rdma_write, VIP_MEM_HANDLE *mh);
+void vd_wire_deregister(enum vd_transport t, void *addr, VIP_MEM_HANDLE mh);
 /* Handle everything that arrived; block=true sleeps (briefly) when
  * nothing did.  Returns the number of events handled. */
 int vd_progress(bool block);
@@ -137,10 +145,11 @@ int vd_progress(bool block);
 bool vd_wire_busy(void);
 size_t vd_eager_max(void);
 
-/* regcache.c: registrations of message buffers, reused (RDMA read and
- * write enabled).  0 or -errno. */
-int vd_regcache_get(void *addr, size_t len, VIP_MEM_HANDLE *mh);
-void vd_regcache_put(void *addr, VIP_MEM_HANDLE mh);
+/* regcache.c: registrations of message buffers for transfers with peer
+ * (on the NIC that reaches it), reused (RDMA read and write enabled).
+ * 0 or -errno. */
+int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh);
+void vd_regcache_put(int peer, void *addr, VIP_MEM_HANDLE mh);
 void vd_regcache_flush(void);
 
 /* proto.c: what arrives. */

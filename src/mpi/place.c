@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where the ranks live, and so which VIPL provider joins them.  Every
- * rank publishes a node identity through PMI (the boot id and the network
- * namespace: two namespaces of one machine are two hosts, as in the test
- * harness); when all match, the shm provider joins the job, otherwise the
- * ofi provider joins every pair (VIADUCT_MPI_NET=auto).  Over ofi each
- * rank then publishes its fabric address, and rank 0 a fresh job key when
- * the environment has none: the launcher's key-value space is shared by
- * the job's processes only.
- *
- * One provider for all peers: a job spread over hosts also reaches the
- * ranks of its own host through ofi.  Choosing per peer needs a NIC and
- * registrations per provider in wire.c (docs/mpi.md, "Across hosts").
+ * Where the ranks live, and so which VIPL provider joins each pair.
+ * Every rank publishes a node identity through PMI (the boot id and the
+ * network namespace: two namespaces of one machine are two hosts, as in
+ * the test harness); rank 0 numbers the nodes and publishes the map.
+ * With VIADUCT_MPI_NET=auto, peers on the rank's own node are reached
+ * through the shm provider (one copy) and the others through ofi (the
+ * fabric's RMA for zero copy): seed 004's cluster of SMPs.  Over ofi
+ * each rank that has remote peers publishes its fabric address, and rank
+ * 0 a fresh job key when the environment has none: the launcher's
+ * key-value space is shared by the job's processes only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,13 +22,23 @@
 
 #define NODE_ID_MAX 64
 #define ADDR_MAX 16             /* bytes of a provider's host address */
+/* The node map travels as 3 hex digits per rank (node numbers below
+ * 4096, vdrun's rank limit), 256 ranks per PMI value (768 of its 1024
+ * bytes). */
+#define MAP_DIGITS 3
+#define MAP_CHUNK 256
+#define MAP_NODES_MAX 4096
 
 enum net_choice { NET_AUTO, NET_SHM, NET_OFI };
 
 static struct {
-	bool net;                       /* ofi joins the job */
-	unsigned alen;                  /* host address bytes */
-	uint8_t (*addr)[ADDR_MAX];      /* by world rank */
+	bool job_net;                   /* some pair of the job uses ofi */
+	uint16_t *node;                 /* by world rank: node number */
+	enum vd_transport *via;         /* by world rank: transport to it */
+	unsigned uses;                  /* bit per transport this rank uses */
+	unsigned alen[VD_T_N];          /* host address bytes */
+	uint8_t local[VD_T_N][ADDR_MAX];
+	uint8_t (*addr)[ADDR_MAX];      /* by world rank: ofi addresses */
 } P;
 
 /* boot id + network namespace inode: differs between hosts and between
@@ -70,35 +78,96 @@ static int unhex(const char *s, uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Does any rank live on another node?  Every rank publishes its node;
- * rank 0 alone reads them all and publishes the verdict (two fences, 2N
- * gets in all -- not N per rank, which a launcher serves one by one). */
-static int any_remote(bool *remote)
+/* Rank 0: number the nodes in order of first appearance, from every
+ * rank's identity. */
+static int number_nodes(const char *mine)
 {
-	char key[32], mine[NODE_ID_MAX], theirs[NODE_ID_MAX], verdict[4];
+	char key[32], id[NODE_ID_MAX], (*ids)[NODE_ID_MAX];
+	int nn = 0, err = 0;
+
+	ids = calloc((size_t)vd_mpi.size, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (int r = 0; r < vd_mpi.size && !err; r++) {
+		int k;
+		snprintf(key, sizeof(key), "vd-node-%d", r);
+		if (r == 0)
+			snprintf(id, sizeof(id), "%s", mine);
+		else if ((err = vd_pmi_get(key, id, sizeof(id))))
+			break;
+		for (k = 0; k < nn && strcmp(ids[k], id); k++)
+			;
+		if (k == nn)
+			memcpy(ids[nn++], id, sizeof(id));
+		P.node[r] = (uint16_t)k;
+	}
+	free(ids);
+	return err;
+}
+
+/* Rank 0: the map, MAP_CHUNK ranks per key. */
+static int put_map(void)
+{
+	char key[32], val[MAP_CHUNK * MAP_DIGITS + 1];
+	int err = 0;
+
+	for (int c = 0; c * MAP_CHUNK < vd_mpi.size && !err; c++) {
+		int n = 0;
+		for (int r = c * MAP_CHUNK; r < vd_mpi.size && r < (c + 1) * MAP_CHUNK; r++)
+			n += sprintf(val + n, "%03x", P.node[r]);
+		snprintf(key, sizeof(key), "vd-nodes-%d", c);
+		err = vd_pmi_put(key, val);
+	}
+	return err;
+}
+
+/* Every rank but 0: the map, validated (it comes through the launcher). */
+static int get_map(void)
+{
+	char key[32], val[MAP_CHUNK * MAP_DIGITS + 16];
+
+	for (int c = 0; c * MAP_CHUNK < vd_mpi.size; c++) {
+		int first = c * MAP_CHUNK, n = vd_mpi.size - first;
+		int err;
+		if (n > MAP_CHUNK)
+			n = MAP_CHUNK;
+		snprintf(key, sizeof(key), "vd-nodes-%d", c);
+		if ((err = vd_pmi_get(key, val, sizeof(val))))
+			return err;
+		if (strlen(val) != (size_t)n * MAP_DIGITS)
+			return -EPROTO;
+		for (int i = 0; i < n; i++) {
+			unsigned v;
+			if (sscanf(val + MAP_DIGITS * i, "%3x", &v) != 1 || v >= MAP_NODES_MAX)
+				return -EPROTO;
+			P.node[first + i] = (uint16_t)v;
+		}
+	}
+	return 0;
+}
+
+/* Every rank's node: each publishes its identity; rank 0 alone reads
+ * them all and publishes the numbering (two fences, about 2N launcher
+ * requests in all -- not N per rank, which a launcher serves one by
+ * one). */
+static int learn_nodes(void)
+{
+	char key[32], mine[NODE_ID_MAX];
 	int err;
 
+	P.node = calloc((size_t)vd_mpi.size, sizeof(*P.node));
+	P.via = calloc((size_t)vd_mpi.size, sizeof(*P.via));
+	if (!P.node || !P.via)
+		return -ENOMEM;
 	node_id(mine, sizeof(mine));
 	snprintf(key, sizeof(key), "vd-node-%d", vd_mpi.rank);
 	if ((err = vd_pmi_put(key, mine)) || (err = vd_pmi_fence()))
 		return err;
-	if (vd_mpi.rank == 0) {
-		bool differ = false;
-		for (int r = 1; r < vd_mpi.size && !differ; r++) {
-			snprintf(key, sizeof(key), "vd-node-%d", r);
-			if ((err = vd_pmi_get(key, theirs, sizeof(theirs))))
-				return err;
-			differ = strcmp(mine, theirs) != 0;
-		}
-		if ((err = vd_pmi_put("vd-net", differ ? "1" : "0")))
-			return err;
-	}
-	if ((err = vd_pmi_fence()) || (err = vd_pmi_get("vd-net", verdict, sizeof(verdict))))
+	if (vd_mpi.rank == 0 && ((err = number_nodes(mine)) || (err = put_map())))
 		return err;
-	if (strcmp(verdict, "0") && strcmp(verdict, "1"))
-		return -EPROTO;
-	*remote = verdict[0] == '1';
-	return 0;
+	if ((err = vd_pmi_fence()))
+		return err;
+	return vd_mpi.rank == 0 ? 0 : get_map();
 }
 
 /* Rank 0's fresh job key, unless the environment brings one. */
@@ -126,76 +195,118 @@ static int take_key(void)
 	return setenv("VIADUCT_JOB_KEY", h, 0) ? -ENOMEM : 0;
 }
 
+/* The transport to every peer, and whether any pair of the job goes
+ * through the network (every rank knows the whole map, so all agree). */
+static void choose(enum net_choice choice)
+{
+	for (int r = 0; r < vd_mpi.size; r++) {
+		if (P.node[r] != P.node[0])
+			P.job_net = true;
+		if (r == vd_mpi.rank)
+			continue;
+		P.via[r] = choice == NET_OFI || P.node[r] != P.node[vd_mpi.rank] ? VD_T_OFI
+										 : VD_T_SHM;
+		P.uses |= 1u << P.via[r];
+	}
+	if (choice == NET_OFI)
+		P.job_net = true;
+}
+
 int vd_place_init(void)
 {
 	uint64_t choice = NET_AUTO;
-	bool remote = false;
 	int err;
 
 	if (viaduct_param_uint("VIADUCT_MPI_NET", NET_AUTO, &choice))
 		return -EINVAL;
 	if (vd_mpi.size == 1)
 		return 0;
-	if ((err = put_key()) || (err = any_remote(&remote)))
+	if ((err = put_key()) || (err = learn_nodes()))
 		return err;
-	if (remote && choice == NET_SHM) {
+	choose((enum net_choice)choice);
+	if (P.job_net && choice == NET_SHM) {
 		fprintf(stderr, "viaduct MPI: rank %d: VIADUCT_MPI_NET=shm, but the ranks are on "
 			"more than one host\n", vd_mpi.rank);
 		return -EINVAL;
 	}
-	P.net = choice == NET_OFI || (choice == NET_AUTO && remote);
-	return P.net ? take_key() : 0;
+	return P.job_net ? take_key() : 0;
 }
 
-bool vd_place_net(void)
+enum vd_transport vd_place_via(int rank)
 {
-	return P.net;
+	return P.via ? P.via[rank] : VD_T_SHM;
 }
 
-/* Over ofi: every rank's fabric address, through PMI.  One fence. */
-int vd_place_exchange(VIP_NIC_HANDLE nic)
+bool vd_place_uses(enum vd_transport t)
+{
+	return P.uses >> t & 1;
+}
+
+bool vd_place_job_net(void)
+{
+	return P.job_net;
+}
+
+int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic)
 {
 	uint8_t room[64];
 	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
 	VIP_NIC_ATTRIBUTES na;
-	char key[32], h[2 * ADDR_MAX + 1];
-	int err;
 
 	if (VipQueryNic(nic, &na) != VIP_SUCCESS || na.NicAddressLen == 0 ||
 	    na.NicAddressLen > ADDR_MAX)
 		return -ENODEV;
-	P.alen = na.NicAddressLen;
-	P.addr = calloc((size_t)vd_mpi.size, sizeof(*P.addr));
-	if (!P.addr)
-		return -ENOMEM;
-	a->HostAddressLen = (VIP_UINT16)P.alen;
+	P.alen[t] = na.NicAddressLen;
+	a->HostAddressLen = (VIP_UINT16)P.alen[t];
 	a->DiscriminatorLen = 0;
 	if (VipNSGetHostByName(nic, "localhost", a, 0) != VIP_SUCCESS)
 		return -EHOSTUNREACH;
-	memcpy(P.addr[vd_mpi.rank], a->HostAddress, P.alen);
-	if (!P.net)
-		return 0;       /* one host: every rank's address is ours */
-	hex(a->HostAddress, P.alen, h);
-	snprintf(key, sizeof(key), "vd-addr-%d", vd_mpi.rank);
-	if ((err = vd_pmi_put(key, h)) || (err = vd_pmi_fence()))
+	memcpy(P.local[t], a->HostAddress, P.alen[t]);
+	return 0;
+}
+
+/* Collective when the job uses the network: the ranks with remote peers
+ * publish their fabric address (vd_place_local(VD_T_OFI) first), one
+ * fence, then each reads those of its remote peers. */
+int vd_place_exchange(void)
+{
+	char key[32], h[2 * ADDR_MAX + 1];
+	int err;
+
+	if (!P.job_net)
+		return 0;
+	P.addr = calloc((size_t)vd_mpi.size, sizeof(*P.addr));
+	if (!P.addr)
+		return -ENOMEM;
+	if (vd_place_uses(VD_T_OFI)) {
+		hex(P.local[VD_T_OFI], P.alen[VD_T_OFI], h);
+		snprintf(key, sizeof(key), "vd-addr-%d", vd_mpi.rank);
+		if ((err = vd_pmi_put(key, h)))
+			return err;
+	}
+	if ((err = vd_pmi_fence()))
 		return err;
 	for (int r = 0; r < vd_mpi.size; r++) {
+		if (r == vd_mpi.rank || P.via[r] != VD_T_OFI)
+			continue;
 		snprintf(key, sizeof(key), "vd-addr-%d", r);
-		if (r != vd_mpi.rank &&
-		    ((err = vd_pmi_get(key, h, sizeof(h))) || (err = unhex(h, P.addr[r], P.alen))))
-			return err ? err : -EPROTO;
+		if ((err = vd_pmi_get(key, h, sizeof(h))) ||
+		    (err = unhex(h, P.addr[r], P.alen[VD_T_OFI])))
+			return err;
 	}
 	return 0;
 }
 
-const uint8_t *vd_place_host(int rank, unsigned *len)
+const uint8_t *vd_place_host(enum vd_transport t, int rank, unsigned *len)
 {
-	*len = P.alen;
-	return P.net ? P.addr[rank] : P.addr[vd_mpi.rank];
+	*len = P.alen[t];
+	return t == VD_T_OFI && rank != vd_mpi.rank ? P.addr[rank] : P.local[t];
 }
 
 void vd_place_finalize(void)
 {
 	free(P.addr);
+	free(P.node);
+	free(P.via);
 	memset(&P, 0, sizeof(P));
 }

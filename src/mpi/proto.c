@@ -87,7 +87,7 @@ static int send_eager(struct vd_req *r)
 static int send_rts(struct vd_req *r, enum proto p)
 {
 	struct vd_msg m = msg_for(r, p == P_GET ? VD_MSG_RTS_GET : VD_MSG_RTS_RNDV);
-	int err = vd_regcache_get(r->data, r->bytes, &r->mh);
+	int err = vd_regcache_get(r->peer, r->data, r->bytes, &r->mh);
 
 	if (err)
 		return err;
@@ -142,7 +142,7 @@ int vd_proto_send(struct vd_req *r)
 static void release_mh(struct vd_req *r)
 {
 	if (r->own_mh) {
-		vd_regcache_put(r->data, r->mh);
+		vd_regcache_put(r->peer, r->data, r->mh);
 		r->own_mh = false;
 	}
 }
@@ -273,7 +273,7 @@ static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 	/* On failure the sender still gets its DONE: its send completes and
 	 * only this receive reports the error, instead of the sender waiting
 	 * for an answer that never comes. */
-	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
+	if (recv_target(r, n) || vd_regcache_get(r->peer, r->data, n, &r->mh)) {
 		vd_proto_read_done(r, -ENOMEM);
 		return;
 	}
@@ -312,7 +312,7 @@ static void match_rndv(struct vd_req *r, int peer, const struct vd_msg *m)
 	r->hdr.sreq = m->sreq;
 	/* As for get: a receiver that cannot take the data releases the
 	 * sender with DONE (its send completes without writing). */
-	if (recv_target(r, n) || vd_regcache_get(r->data, n, &r->mh)) {
+	if (recv_target(r, n) || vd_regcache_get(r->peer, r->data, n, &r->mh)) {
 		vd_proto_read_done(r, -ENOMEM);
 		return;
 	}

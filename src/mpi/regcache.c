@@ -28,6 +28,7 @@
 #define REGC_N 64
 
 struct regc {
+	enum vd_transport t;            /* the NIC it is registered with */
 	uintptr_t lo, hi;               /* [lo, hi) */
 	VIP_MEM_HANDLE mh;
 	int users;
@@ -69,7 +70,7 @@ static size_t default_budget(void)
 
 static void drop(int i)
 {
-	vd_wire_deregister((void *)cache[i].lo, cache[i].mh);
+	vd_wire_deregister(cache[i].t, (void *)cache[i].lo, cache[i].mh);
 	bytes -= cache[i].hi - cache[i].lo;
 	cache[i] = cache[--ncache];
 }
@@ -91,34 +92,35 @@ static void evict(size_t need)
 	}
 }
 
-static int lookup(uintptr_t lo, uintptr_t hi)
+static int lookup(enum vd_transport t, uintptr_t lo, uintptr_t hi)
 {
 	for (int i = 0; i < ncache; i++)
-		if (cache[i].lo <= lo && hi <= cache[i].hi)
+		if (cache[i].t == t && cache[i].lo <= lo && hi <= cache[i].hi)
 			return i;
 	return -1;
 }
 
-int vd_regcache_get(void *addr, size_t len, VIP_MEM_HANDLE *mh)
+int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 {
+	enum vd_transport t = vd_place_via(peer);
 	uintptr_t lo = (uintptr_t)addr, hi = lo + (len ? len : 1);
-	int i = lookup(lo, hi), err;
+	int i = lookup(t, lo, hi), err;
 
 	if (!budget)
 		budget = default_budget();
 	if (i < 0) {
 		evict(hi - lo);
 		if (ncache == REGC_N)
-			return vd_wire_register(addr, len, true, true, mh);   /* all busy */
-		err = vd_wire_register(addr, len, true, true, mh);
+			return vd_wire_register(t, addr, len, true, true, mh);   /* all busy */
+		err = vd_wire_register(t, addr, len, true, true, mh);
 		if (err == -ENOMEM) {
 			evict(SIZE_MAX);
-			err = vd_wire_register(addr, len, true, true, mh);
+			err = vd_wire_register(t, addr, len, true, true, mh);
 		}
 		if (err)
 			return err;
 		i = ncache++;
-		cache[i] = (struct regc){ lo, hi, *mh, 0, 0 };
+		cache[i] = (struct regc){ t, lo, hi, *mh, 0, 0 };
 		bytes += hi - lo;
 	}
 	cache[i].users++;
@@ -127,17 +129,19 @@ int vd_regcache_get(void *addr, size_t len, VIP_MEM_HANDLE *mh)
 	return 0;
 }
 
-void vd_regcache_put(void *addr, VIP_MEM_HANDLE mh)
+void vd_regcache_put(int peer, void *addr, VIP_MEM_HANDLE mh)
 {
+	enum vd_transport t = vd_place_via(peer);
+
 	for (int i = 0; i < ncache; i++) {
-		if (cache[i].mh != mh)
+		if (cache[i].t != t || cache[i].mh != mh)
 			continue;
 		cache[i].users--;
 		if (bytes > budget && !cache[i].users)
 			drop(i);
 		return;
 	}
-	vd_wire_deregister(addr, mh);           /* registered outside the cache */
+	vd_wire_deregister(t, addr, mh);        /* registered outside the cache */
 }
 
 void vd_regcache_flush(void)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine's VIPL plumbing: one NIC, one VI per peer (reliable
- * delivery, viaduct flow control), one CQ for every receive queue.
+ * The engine's VIPL plumbing: a NIC per transport the rank uses (shm for
+ * the peers of its node, ofi for the others: place.c), one VI per peer
+ * (reliable delivery, viaduct flow control), one CQ per NIC for every
+ * receive queue on it; an idle rank sleeps on all its CQs at once.
  * Messages go through the VI's message ring (viaduct_ring_send): the
  * sender copies header and payload into the peer's ring, the receiver
  * matches in place.  Descriptors carry only RDMA: a ring of send slots per
@@ -52,7 +54,19 @@ struct pending {
 	struct pending *next;
 };
 
+/* One NIC and what hangs off it. */
+struct transport {
+	VIP_NIC_HANDLE nic;
+	VIP_CQ_HANDLE cq;
+	uint8_t *pool;                  /* descriptors and immediates' buffers */
+	size_t pool_len;
+	VIP_MEM_HANDLE pool_mh;
+	bool pin;                       /* message buffers are pinned: a
+	                                 * fabric, or VIADUCT_MPI_PIN=1 */
+};
+
 struct peer {
+	struct transport *t;
 	VIP_VI_HANDLE vi;
 	struct slot slot[NSLOT];
 	unsigned s_post, s_reap;        /* ring of send slots in flight */
@@ -65,24 +79,22 @@ struct peer {
 };
 
 static struct {
-	VIP_NIC_HANDLE nic;
-	VIP_CQ_HANDLE cq;
+	struct transport t[VD_T_N];
+	VIP_CQ_HANDLE set[VD_T_N];      /* the CQs, for the idle wait */
+	unsigned nset;
 	struct peer *peers;             /* world size; [rank] unused */
-	uint8_t *pool;
-	size_t pool_len;
-	VIP_MEM_HANDLE pool_mh;
 	size_t eager_max;
-	bool pin;                       /* VIADUCT_MPI_PIN=1: message buffers
-	                                 * are pinned, as for an RDMA NIC */
+	bool pin;                       /* VIADUCT_MPI_PIN=1 */
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
 	unsigned cq_skipped;
 } W;
 
+/* The NIC of MPI_Alloc_mem's registrations: the node's, if open. */
 VIP_NIC_HANDLE vd_mpi_nic(void)
 {
-	return W.nic;
+	return W.t[VD_T_SHM].nic ? W.t[VD_T_SHM].nic : W.t[VD_T_OFI].nic;
 }
 
 size_t vd_eager_max(void)
@@ -96,22 +108,24 @@ size_t vd_eager_max(void)
 
 /* ---- the pool ------------------------------------------------------------------ */
 
-static int pool_init(int npeers)
+static int pool_init(struct transport *t, int npeers)
 {
 	size_t per = NSLOT * DESC_BYTES + NRECV * (DESC_BYTES + RBUF_BYTES);
 	VIP_MEM_ATTRIBUTES ma = { NULL, VIP_FALSE, VIP_FALSE };
+	void *p;
 
-	W.pool_len = (per * (size_t)npeers + 4095) & ~(size_t)4095;
-	if (!W.pool_len)
+	t->pool_len = (per * (size_t)npeers + 4095) & ~(size_t)4095;
+	if (!t->pool_len)
 		return 0;
-	W.pool = mmap(NULL, W.pool_len, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (W.pool == MAP_FAILED) {
-		W.pool = NULL;
+	p = mmap(NULL, t->pool_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	t->pool = p;
+	if (VipRegisterMem(t->nic, t->pool, t->pool_len, &ma, &t->pool_mh) != VIP_SUCCESS) {
+		munmap(t->pool, t->pool_len);
+		t->pool = NULL;
 		return -ENOMEM;
 	}
-	if (VipRegisterMem(W.nic, W.pool, W.pool_len, &ma, &W.pool_mh) != VIP_SUCCESS)
-		return -ENOMEM;
 	return 0;
 }
 
@@ -138,9 +152,9 @@ static void post_recv(struct peer *p, int i)
 	memset(d, 0, DESC_BYTES);
 	d->CS.SegCount = 1;
 	d->DS[0].Local.Data.Address = p->rbuf[i];
-	d->DS[0].Local.Handle = W.pool_mh;
+	d->DS[0].Local.Handle = p->t->pool_mh;
 	d->DS[0].Local.Length = RBUF_BYTES;
-	VipPostRecv(p->vi, d, W.pool_mh);
+	VipPostRecv(p->vi, d, p->t->pool_mh);
 }
 
 /* ---- connections ----------------------------------------------------------------- */
@@ -154,15 +168,16 @@ static uint64_t fnv64(const char *s)
 	return h;
 }
 
-/* The host of `host_rank` + (job, from, to): the two sides of a pair
- * mirror each other. */
-static VIP_NET_ADDRESS *make_addr(uint8_t *room, int host_rank, int from, int to)
+/* The host of `host_rank` on transport k + (job, from, to): the two
+ * sides of a pair mirror each other. */
+static VIP_NET_ADDRESS *make_addr(uint8_t *room, enum vd_transport k, int host_rank,
+				  int from, int to)
 {
 	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
 	uint64_t job = fnv64(vd_mpi.jobid);
 	int32_t f = from, t = to;
 	unsigned alen;
-	const uint8_t *host = vd_place_host(host_rank, &alen);
+	const uint8_t *host = vd_place_host(k, host_rank, &alen);
 
 	a->HostAddressLen = (VIP_UINT16)alen;
 	a->DiscriminatorLen = 16;
@@ -184,7 +199,7 @@ static int vi_create(struct peer *p, int rank)
 	va.MaxTransferSize = 1u << 30;
 	va.EnableRdmaWrite = VIP_TRUE;
 	va.EnableRdmaRead = VIP_TRUE;
-	if (VipCreateVi(W.nic, &va, NULL, W.cq, &p->vi) != VIP_SUCCESS ||
+	if (VipCreateVi(p->t->nic, &va, NULL, p->t->cq, &p->vi) != VIP_SUCCESS ||
 	    viaduct_vi_set_ext(p->vi, &ext) != VIP_SUCCESS)
 		return -ENOMEM;
 	VipSetUserData(p->vi, (void *)(intptr_t)(rank + 1));
@@ -201,10 +216,11 @@ static int connect_all(void)
 	VIP_VI_ATTRIBUTES attrs;
 
 	for (int r = 0; r < vd_mpi.size; r++) {
+		enum vd_transport k = vd_place_via(r);
 		if (r == vd_mpi.rank)
 			continue;
-		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, vd_mpi.rank, vd_mpi.rank, r),
-					  make_addr(ra, r, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
+		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, k, vd_mpi.rank, vd_mpi.rank, r),
+					  make_addr(ra, k, r, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
 			return -ECONNREFUSED;
 	}
 	for (int r = 0; r < vd_mpi.size; r++)
@@ -247,10 +263,77 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 	}
 }
 
+/* Open transport k's NIC (and, with peers on it, its CQ and pool). */
+static int transport_open(enum vd_transport k, int npeers)
+{
+	struct transport *t = &W.t[k];
+	int err;
+
+	if (VipOpenNic(k == VD_T_OFI ? "ofi" : "shm", &t->nic) != VIP_SUCCESS) {
+		t->nic = NULL;
+		fprintf(stderr, "viaduct MPI: rank %d: cannot open the VIPL NIC '%s'%s\n",
+			vd_mpi.rank, k == VD_T_OFI ? "ofi" : "shm",
+			k == VD_T_OFI ? " (some ranks are on other hosts, or "
+					"VIADUCT_MPI_NET=ofi; VIADUCT_DEBUG=1 says why)" : "");
+		return -ENODEV;
+	}
+	t->pin = k == VD_T_OFI || W.pin;        /* a fabric registers what it pins */
+	VipErrorCallback(t->nic, NULL, on_vipl_error);
+	if ((err = vd_place_local(k, t->nic)) || !npeers)
+		return err;
+	if (VipCreateCQ(t->nic, 65536, &t->cq) != VIP_SUCCESS) {
+		t->cq = NULL;
+		return -ENOMEM;
+	}
+	W.set[W.nset++] = t->cq;
+	return pool_init(t, npeers);
+}
+
+/* VIADUCT_DEBUG=1: which peers each transport reaches (the first 64). */
+static void report_transports(void)
+{
+	uint64_t dbg = 0;
+	char line[VD_T_N][400];
+	int len[VD_T_N] = { 0 }, count[VD_T_N] = { 0 };
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
+		return;
+	for (int r = 0; r < vd_mpi.size; r++) {
+		int k = r == vd_mpi.rank ? -1 : (int)vd_place_via(r);
+		if (k < 0 || ++count[k] > 64)
+			continue;
+		len[k] += snprintf(line[k] + len[k], sizeof(line[k]) - (size_t)len[k], " %d", r);
+	}
+	for (int k = 0; k < VD_T_N; k++)
+		line[k][len[k]] = '\0';
+	fprintf(stderr, "viaduct MPI: rank %d: peers through shm:%s%s; through ofi:%s%s\n",
+		vd_mpi.rank, count[0] ? line[0] : " none", count[0] > 64 ? " ..." : "",
+		count[1] ? line[1] : " none", count[1] > 64 ? " ..." : "");
+}
+
+/* Every transport this rank reaches a peer through; shm alone when none
+ * (a job of one: MPI_Alloc_mem still registers). */
+static int transports_open(void)
+{
+	int npeers[VD_T_N] = { 0 }, err = 0;
+
+	for (int r = 0; r < vd_mpi.size; r++)
+		if (r != vd_mpi.rank)
+			npeers[vd_place_via(r)]++;
+	for (int k = 0; k < VD_T_N && !err; k++)
+		if (npeers[k])
+			err = transport_open((enum vd_transport)k, npeers[k]);
+	if (!err && vd_mpi.size == 1)
+		err = transport_open(VD_T_SHM, 0);
+	if (!err)
+		report_transports();
+	return err;
+}
+
 int vd_wire_init(void)
 {
 	uint64_t emax = VD_EAGER_DEFAULT, pin = 0;
-	uint8_t *cursor;
+	uint8_t *cursor[VD_T_N];
 	int err;
 
 	/* In range (the registry's bounds are the ring's): checked at init. */
@@ -261,33 +344,22 @@ int vd_wire_init(void)
 	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
 	if ((err = vd_place_init()))
 		return err;
-	if (vd_place_net())
-		W.pin = true;   /* a fabric registers what it pins */
-	if (VipOpenNic(vd_place_net() ? "ofi" : "/dev/via_lo", &W.nic) != VIP_SUCCESS) {
-		fprintf(stderr, "viaduct MPI: rank %d: cannot open the VIPL NIC%s\n", vd_mpi.rank,
-			vd_place_net() ? " 'ofi' (the ranks are on several hosts, or "
-					 "VIADUCT_MPI_NET=ofi; VIADUCT_DEBUG=1 says why)" : "");
-		return -ENODEV;
-	}
-	VipErrorCallback(W.nic, NULL, on_vipl_error);
 	W.peers = calloc((size_t)vd_mpi.size, sizeof(*W.peers));
 	if (!W.peers)
 		return -ENOMEM;
-	if (vd_mpi.size == 1)
-		return 0;
-	if ((err = vd_place_exchange(W.nic)))
+	if ((err = transports_open()) || vd_mpi.size == 1)
 		return err;
-	if (VipCreateCQ(W.nic, 65536, &W.cq) != VIP_SUCCESS)
-		return -ENOMEM;
-	err = pool_init(vd_mpi.size - 1);
-	if (err)
+	if ((err = vd_place_exchange()))
 		return err;
-	cursor = W.pool;
+	for (int k = 0; k < VD_T_N; k++)
+		cursor[k] = W.t[k].pool;
 	for (int r = 0; r < vd_mpi.size && !err; r++) {
+		struct peer *p = &W.peers[r];
 		if (r == vd_mpi.rank)
 			continue;
-		pool_carve(&W.peers[r], &cursor);
-		err = vi_create(&W.peers[r], r);
+		p->t = &W.t[vd_place_via(r)];
+		pool_carve(p, &cursor[vd_place_via(r)]);
+		err = vi_create(p, r);
 	}
 	return err ? err : connect_all();
 }
@@ -316,14 +388,17 @@ void vd_wire_finalize(void)
 		VipDisconnect(W.peers[r].vi);
 		VipDestroyVi(W.peers[r].vi);
 	}
-	if (W.cq)
-		VipDestroyCQ(W.cq);
-	if (W.pool) {
-		VipDeregisterMem(W.nic, W.pool, W.pool_mh);
-		munmap(W.pool, W.pool_len);
+	for (int k = 0; k < VD_T_N; k++) {
+		struct transport *t = &W.t[k];
+		if (t->cq)
+			VipDestroyCQ(t->cq);
+		if (t->pool) {
+			VipDeregisterMem(t->nic, t->pool, t->pool_mh);
+			munmap(t->pool, t->pool_len);
+		}
+		if (t->nic)
+			VipCloseNic(t->nic);
 	}
-	if (W.nic)
-		VipCloseNic(W.nic);
 	vd_place_finalize();
 	free(W.peers);
 	memset(&W, 0, sizeof(W));
@@ -332,7 +407,7 @@ void vd_wire_finalize(void)
 /* ---- registration -------------------------------------------------------------------- */
 
 /* Say once why a message buffer could not be registered, with numbers. */
-static void pin_failed(size_t len)
+static void pin_failed(const struct transport *t, size_t len)
 {
 	static bool said;
 	struct rlimit rl;
@@ -343,14 +418,15 @@ static void pin_failed(size_t len)
 	fprintf(stderr, "viaduct MPI: rank %d: cannot register a %zu-byte message buffer%s: "
 		"RLIMIT_MEMLOCK is %llu bytes.  Raise it (ulimit -l, or memlock in "
 		"/etc/security/limits.conf)%s.\n", vd_mpi.rank, len,
-		W.pin ? " pinned (VIADUCT_MPI_PIN=1)" : "",
+		t == &W.t[VD_T_OFI] ? " with the fabric" : W.pin ? " pinned (VIADUCT_MPI_PIN=1)" : "",
 		(unsigned long long)rl.rlim_cur,
-		W.pin ? ", or unset VIADUCT_MPI_PIN: this provider needs no pins" : "");
+		t != &W.t[VD_T_OFI] && W.pin ? ", or unset VIADUCT_MPI_PIN: this provider needs no pins" : "");
 }
 
-int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
-		     VIP_MEM_HANDLE *mh)
+int vd_wire_register(enum vd_transport k, void *addr, size_t len, bool rdma_read,
+		     bool rdma_write, VIP_MEM_HANDLE *mh)
 {
+	struct transport *t = &W.t[k];
 	VIP_MEM_ATTRIBUTES ma = { NULL, rdma_write ? VIP_TRUE : VIP_FALSE,
 				  rdma_read ? VIP_TRUE : VIP_FALSE };
 
@@ -360,18 +436,18 @@ int vd_wire_register(void *addr, size_t len, bool rdma_read, bool rdma_write,
 		len = 1;
 	/* The shm provider copies by virtual address: a pin would only count
 	 * against RLIMIT_MEMLOCK (8 MiB by default for users). */
-	r = W.pin ? VIP_INVALID_PARAMETER
-		  : viaduct_register_mem_unpinned(W.nic, addr, len, &ma, mh);
+	r = t->pin ? VIP_INVALID_PARAMETER
+		   : viaduct_register_mem_unpinned(t->nic, addr, len, &ma, mh);
 	if (r == VIP_INVALID_PARAMETER)
-		r = VipRegisterMem(W.nic, addr, len, &ma, mh);
+		r = VipRegisterMem(t->nic, addr, len, &ma, mh);
 	if (r != VIP_SUCCESS)
-		pin_failed(len);
+		pin_failed(t, len);
 	return r == VIP_SUCCESS ? 0 : -ENOMEM;
 }
 
-void vd_wire_deregister(void *addr, VIP_MEM_HANDLE mh)
+void vd_wire_deregister(enum vd_transport k, void *addr, VIP_MEM_HANDLE mh)
 {
-	VipDeregisterMem(W.nic, addr, mh);
+	VipDeregisterMem(W.t[k].nic, addr, mh);
 }
 
 /* ---- send slots -------------------------------------------------------------------------- */
@@ -426,7 +502,7 @@ static struct slot *slot_take(struct peer *p)
 static void slot_post(struct peer *p, struct slot *s)
 {
 	p->s_post++;
-	VipPostSend(p->vi, s->d, W.pool_mh);
+	VipPostSend(p->vi, s->d, p->t->pool_mh);
 }
 
 static void fill_rdma(struct slot *s, const struct pending *q)
@@ -671,7 +747,7 @@ static void idle_wait(void)
 			return;
 		}
 	}
-	viaduct_cq_wait_any(W.cq, 1);
+	viaduct_cq_wait_set(W.set, W.nset, 1);
 }
 
 int vd_progress(bool block)
@@ -680,7 +756,7 @@ int vd_progress(bool block)
 	VIP_BOOLEAN recv;
 	int n = 0;
 
-	if (vd_mpi.size == 1 || !W.cq)
+	if (vd_mpi.size == 1 || !W.nset)
 		return 0;
 	for (int r = 0; r < vd_mpi.size; r++)
 		if (r != vd_mpi.rank)
@@ -689,9 +765,11 @@ int vd_progress(bool block)
 	if (!W.imm_expected && ++W.cq_skipped < 64 && !block)
 		return n;
 	W.cq_skipped = 0;
-	while (VipCQDone(W.cq, &vh, &recv) == VIP_SUCCESS) {
-		handle_event(vh);
-		n++;
+	for (unsigned k = 0; k < W.nset; k++) {
+		while (VipCQDone(W.set[k], &vh, &recv) == VIP_SUCCESS) {
+			handle_event(vh);
+			n++;
+		}
 	}
 	if (!n && block)
 		idle_wait();
