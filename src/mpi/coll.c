@@ -117,7 +117,7 @@ static void swap_ptr(char **a, char **b)
 /* ceil(log2 n) rounds; in round k every rank signals rank + 2^k and hears
  * from rank - 2^k, so after the last round each has (transitively) heard
  * from all. */
-static int barrier(struct vd_comm *c)
+int vd_coll_barrier(struct vd_comm *c)
 {
 	int n = c->size, me = c->rank, err = MPI_SUCCESS;
 	char s = 0, r;                  /* empty messages, but real addresses */
@@ -138,7 +138,8 @@ int PMPI_Barrier(MPI_Comm comm)
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	return vd_mpi_raise(comm, barrier(c), fn);
+	struct vd_hier *h = vd_coll_hier(c);
+	return vd_mpi_raise(comm, h ? vd_hier_barrier(h) : vd_coll_barrier(c), fn);
 }
 
 /* ---- Bcast: binomial tree -------------------------------------------------------- */
@@ -180,7 +181,9 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
 	if (c->size == 1 || count == 0)
 		return MPI_SUCCESS;
-	return vd_mpi_raise(comm, vd_coll_bcast(buffer, count, datatype, root, c), fn);
+	struct vd_hier *h = vd_coll_hier(c);
+	return vd_mpi_raise(comm, h ? vd_hier_bcast(h, buffer, count, datatype, root, c)
+				    : vd_coll_bcast(buffer, count, datatype, root, c), fn);
 }
 
 /* ---- Reduce: binomial tree ------------------------------------------------------------ */
@@ -295,10 +298,19 @@ out:
 }
 
 #pragma weak MPI_Reduce = PMPI_Reduce
+static int reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		  int root, struct vd_comm *c)
+{
+	struct vd_hier *h = vd_op_commutative(op) ? vd_coll_hier(c) : NULL;
+
+	return h ? vd_hier_reduce(h, in, out, count, dt, op, root, c)
+		 : vd_coll_reduce(in, out, count, dt, op, root, c);
+}
+
 int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
-	static const struct reduction r = { "MPI_Reduce", true, vd_coll_reduce };
+	static const struct reduction r = { "MPI_Reduce", true, reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
@@ -476,8 +488,11 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		     int root, struct vd_comm *c)
 {
+	struct vd_hier *h = vd_op_commutative(op) ? vd_coll_hier(c) : NULL;
+
 	(void)root;
-	return vd_coll_allreduce(in, out, count, dt, op, c);
+	return h ? vd_hier_allreduce(h, in, out, count, dt, op)
+		 : vd_coll_allreduce(in, out, count, dt, op, c);
 }
 
 #pragma weak MPI_Allreduce = PMPI_Allreduce

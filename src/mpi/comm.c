@@ -10,9 +10,9 @@
  * used; a new communicator takes the maximum of its parent's members'
  * next_ctx, found with a collective over the parent (on the parent's
  * collective context, so it cannot mix with user traffic), and every
- * member moves past it.  WORLD uses 0 (collectives 1), SELF 2 (3); user
- * communicators take even ids from 4 on, the odd neighbour being their
- * collective context.  Ids are never reused, so a message still in flight
+ * member moves past it.  Ids go in steps of 4: p2p, collectives, and the
+ * collectives of the node and leader views (coll_hier.c).  WORLD uses 0
+ * (to 3), SELF 4 (to 7); user communicators take multiples of 4 from 8.  Ids are never reused, so a message still in flight
  * for a freed communicator can never match a newer one.  Comm_split hands
  * the same id to every colour: different colours have no member in
  * common, so they never exchange messages.
@@ -31,9 +31,10 @@
 
 /* Declared in the report for mpi_internal.h. */
 
+#define CTX_STEP 4u
 #define CTX_WORLD 0u
-#define CTX_SELF 2u
-#define CTX_FIRST_USER 4u
+#define CTX_SELF 4u
+#define CTX_FIRST_USER 8u
 /* Ids travel as ints through MPI_Allgather in Comm_split. */
 #define CTX_MAX ((uint32_t)INT_MAX - 1u)
 
@@ -51,6 +52,7 @@ struct vd_comm *vd_comm_get(MPI_Comm comm)
 static void comm_release(struct vd_comm *c)
 {
 	if (c && --c->refs == 0) {
+		vd_coll_hier_free(c->hier);
 		free(c->world);
 		free(c);
 	}
@@ -158,10 +160,10 @@ void vd_comm_finalize(void)
  * together. */
 static int ctx_take(uint32_t max, uint32_t *ctx)
 {
-	if (max < CTX_FIRST_USER || max > CTX_MAX - 2u || (max & 1u))
+	if (max < CTX_FIRST_USER || max > CTX_MAX - CTX_STEP || max % CTX_STEP)
 		return -ENOSPC;
 	*ctx = max;
-	next_ctx = max + 2u;
+	next_ctx = max + CTX_STEP;
 	return 0;
 }
 

@@ -111,6 +111,7 @@ void vd_req_complete(struct vd_req *r, int err);
 enum vd_transport { VD_T_SHM, VD_T_OFI, VD_T_N };
 int vd_place_init(void);
 enum vd_transport vd_place_via(int rank);
+int vd_place_node(int rank);            /* node number, 0 in a job of one */
 bool vd_place_uses(enum vd_transport t);
 bool vd_place_job_net(void);
 int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic);

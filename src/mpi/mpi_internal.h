@@ -119,14 +119,21 @@ bool vd_op_commutative(MPI_Op op);
 bool vd_op_valid(MPI_Op op);
 
 /* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
+struct vd_hier;
 struct vd_comm {
 	int refs;
 	int rank, size;
 	int *world;                     /* comm rank -> world rank */
 	uint32_t ctx;                   /* point to point; ctx + 1 is the
-	                                 * collectives' context */
+	                                 * collectives' context, ctx + 2 and
+	                                 * + 3 those of its node and leader
+	                                 * views (coll_hier.c) */
 	MPI_Errhandler errh;
+	bool hier_done;                 /* hier looked for */
+	struct vd_hier *hier;           /* node-aware views, or NULL: flat */
 };
+
+void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
 
 /* NULL for an invalid or freed handle. */
 struct vd_comm *vd_comm_get(MPI_Comm comm);

@@ -237,6 +237,11 @@ enum vd_transport vd_place_via(int rank)
 	return P.via ? P.via[rank] : VD_T_SHM;
 }
 
+int vd_place_node(int rank)
+{
+	return P.node ? P.node[rank] : 0;
+}
+
 bool vd_place_uses(enum vd_transport t)
 {
 	return P.uses >> t & 1;

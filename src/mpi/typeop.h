@@ -56,12 +56,25 @@ int vd_coll_check_buf(const void *buf, int count, MPI_Datatype dt, struct vd_dty
 int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int rc,
 		       struct vd_dtype *rt);
 struct vd_comm *vd_coll_comm(MPI_Comm comm, const char *fn, int *err);
+int vd_coll_barrier(struct vd_comm *c);
 int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c);
 /* in: the input (never MPI_IN_PLACE); out: significant at root. */
 int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		   int root, struct vd_comm *c);
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		      struct vd_comm *c);
+
+/* coll_hier.c: the node-aware versions, for a communicator that spans
+ * nodes with several members on some (vd_coll_hier: NULL otherwise).
+ * Reductions: commutative ops only. */
+struct vd_hier *vd_coll_hier(struct vd_comm *c);
+int vd_hier_barrier(struct vd_hier *h);
+int vd_hier_bcast(struct vd_hier *h, void *buf, int count, MPI_Datatype dt, int root,
+		  const struct vd_comm *c);
+int vd_hier_reduce(struct vd_hier *h, const void *in, void *out, int count,
+		   MPI_Datatype dt, MPI_Op op, int root, const struct vd_comm *c);
+int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
+		      MPI_Datatype dt, MPI_Op op);
 
 /* One side (send or receive) of a collective that moves pieces (rank i's
  * piece: counts[i] elements at displs[i], or `count` at i * count).  t is
