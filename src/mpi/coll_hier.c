@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Collectives that know the hosts (seed 004's cluster of SMPs).  On a
+ * Collectives that know the hosts (MPICH-PM/CLUMP's cluster of SMPs).  On a
  * communicator whose members live on several nodes, with several members
  * on at least one of them, Barrier, Bcast, Reduce and Allreduce go
  * node-local first (shared memory), then between one leader per node

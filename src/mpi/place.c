@@ -6,7 +6,7 @@
  * the test harness); rank 0 numbers the nodes and publishes the map.
  * With VIADUCT_MPI_NET=auto, peers on the rank's own node are reached
  * through the shm provider (one copy) and the others through ofi (the
- * fabric's RMA for zero copy): seed 004's cluster of SMPs.  Over ofi
+ * fabric's RMA for zero copy), as MPICH-PM/CLUMP on a cluster of SMPs.  Over ofi
  * each rank that has remote peers publishes its fabric address, and rank
  * 0 a fresh job key when the environment has none: the launcher's
  * key-value space is shared by the job's processes only.
