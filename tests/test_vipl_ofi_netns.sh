@@ -52,7 +52,9 @@ for t in $VD_OFI_TESTS; do
 		echo "ok   test_vipl_$t across hosts"
 	else
 		fail "test_vipl_$t across hosts:"
-		tail -n 15 "$log"
+		# A sanitizer's report from its start; anything else, its end.
+		grep -m1 -A40 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer" "$log" ||
+			tail -n 15 "$log"
 	fi
 done
 

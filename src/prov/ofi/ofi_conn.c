@@ -604,7 +604,11 @@ static int req_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_
 	memcpy(cm.want, remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen);
 	c->nonce_req = cm.nonce_req = vd_random64();
 	cm_seal(on, &cm, "REQ", 0);
+	/* Under the lock: c is in the table, where the service thread's
+	 * keepalive pass reads it. */
+	pthread_mutex_lock(&on->lock);
 	c->hs_state = 1;
+	pthread_mutex_unlock(&on->lock);
 	return cm_send(on, listener, c, VD_OFI_CONN_REQ, 0, 0, &cm);
 }
 
