@@ -112,6 +112,7 @@ enum vd_transport { VD_T_SHM, VD_T_OFI, VD_T_N };
 int vd_place_init(void);
 enum vd_transport vd_place_via(int rank);
 int vd_place_node(int rank);            /* node number, 0 in a job of one */
+int vd_place_local_ranks(void);         /* ranks on this node, this one too */
 bool vd_place_uses(enum vd_transport t);
 bool vd_place_job_net(void);
 int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic);

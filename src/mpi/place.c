@@ -237,6 +237,15 @@ enum vd_transport vd_place_via(int rank)
 	return P.via ? P.via[rank] : VD_T_SHM;
 }
 
+int vd_place_local_ranks(void)
+{
+	int n = 0;
+
+	for (int r = 0; P.node && r < vd_mpi.size; r++)
+		n += P.node[r] == P.node[vd_mpi.rank];
+	return n ? n : 1;
+}
+
 int vd_place_node(int rank)
 {
 	return P.node ? P.node[rank] : 0;
