@@ -3,9 +3,12 @@
  * Blocking point to point: every message size across the protocol switch
  * points, Sendrecv(_replace) rings, ANY_SOURCE/ANY_TAG, the non-overtaking
  * rule, Probe/Iprobe/Get_count, MPI_PROC_NULL, truncation, derived
- * datatypes on both sides, MPI_Alloc_mem buffers and buffer reuse.
+ * datatypes on both sides, MPI_Alloc_mem buffers and buffer reuse, and
+ * a receive that waits long sleeps rather than spins.
  * Run it under each VIADUCT_MPI_PROTOCOL (eager, rndv, get, auto).
  */
+#include <sys/resource.h>
+
 #include "mpitest.h"
 
 static int left, right;
@@ -630,6 +633,37 @@ static void test_memory(void)
 	}
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* A rank that waits long sleeps: rank 0 sends after 1 s, and the others'
+ * wait in MPI_Recv may cost a fraction of that in CPU time, not all of
+ * it (a waiter that never sleeps uses about 1 s). */
+static void test_idle(void)
+{
+	int x = 0;
+
+	mt_phase = "idle wait";
+	if (mt_size == 1)
+		return;
+	if (mt_rank == 0) {
+		mt_sleep_ms(1000);
+		for (int r = 1; r < mt_size; r++)
+			MPI_OK(MPI_Send(&x, 1, MPI_INT, r, 7, MPI_COMM_WORLD));
+	} else {
+		double t0 = cpu_seconds(), used;
+		MPI_OK(MPI_Recv(&x, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+		used = cpu_seconds() - t0;
+		CHECK(used < 0.3, "waiting 1 s in MPI_Recv used %.3f s of CPU", used);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	mt_init(&argc, &argv, 60);
@@ -639,7 +673,7 @@ int main(int argc, char **argv)
 	 * take a message of the next. */
 	static void (*const tests[])(void) = {
 		test_sizes, test_replace, test_any_source, test_order, test_probe,
-		test_proc_null, test_truncate, test_datatypes, test_memory,
+		test_proc_null, test_truncate, test_datatypes, test_memory, test_idle,
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		tests[i]();
