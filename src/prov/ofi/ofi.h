@@ -543,6 +543,10 @@ int vd_ofi_cq_pop(struct vd_cq *cq, uint64_t *vi_bits, bool *recv);
 int vd_ofi_cq_push_local(struct vd_cq *cq, struct vd_vi *vi, bool recv);
 int vd_ofi_cq_sleep(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 bool vd_ofi_cq_ready(struct vd_cq *cq);
+/* ofi_addr.c: VIADUCT_OFI_IFACE (a name or an IPv4 address), else the
+ * first IPv4 address of an interface that is up and not loopback, else
+ * 127.0.0.1. */
+int vd_ofi_pick_iface(char *ip, size_t room, uint8_t host[VD_OFI_ADDR_LEN]);
 int vd_ofi_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed);
 void vd_ofi_cq_disarm(struct vd_cq *cq, void *armed, bool timed_out);
 void vd_ofi_handoff(struct vd_ofi_nic *on, int delta);
