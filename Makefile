@@ -12,7 +12,8 @@
 #                  plus an install smoke test; summary at the end
 #   make install   PREFIX=/some/dir (default /usr/local)
 #   make bench     build + every benchmark (full; BENCH_ARGS=--quick): lmm, vipl, MPI
-#                  against Open MPI and MPICH (bench/mpi/run.sh)
+#                  against Open MPI and MPICH (bench/mpi/run.sh; as root also
+#                  across two namespace hosts, bench/mpi/hosts.sh)
 #   make clean     remove every build directory
 
 # Debian packages needed to build, test and plot; one list, used by deps.
@@ -90,6 +91,9 @@ bench-run:
 	else echo "bench: VIA across hosts (bench/vipl/hosts.sh) needs root for network namespaces: skipped"; fi
 	PYTHON=$(PYTHON) bash bench/mpi/run.sh --build $(BUILD_DIR) --out $(BENCH_OUT) \
 		$(MPI_BENCH_ARGS)
+	@if [ "$$(id -u)" -eq 0 ]; then PYTHON=$(PYTHON) bash bench/mpi/hosts.sh $(BUILD_DIR) $(filter --quick --no-install,$(MPI_BENCH_ARGS)) \
+		| tee $(BENCH_OUT)/mpi-hosts.txt; \
+	else echo "bench: MPI across hosts (bench/mpi/hosts.sh) needs root for network namespaces: skipped"; fi
 	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png"
 
 test: deps

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Tables of the MPI benchmark across two hosts (bench/mpi/hosts.sh).
+
+    /usr/bin/python3 bench/mpi/hosts_table.py [--markdown] mpi-hosts.csv
+
+One table per test: viaduct, Open MPI, MPICH and the raw TCP floor where
+it measured the same thing (latency at 0 B (1 B for TCP), 4 B and 1 KiB;
+one-way bandwidth at 64 KiB, 1 MiB and 4 MiB), then viaduct / the better
+of Open MPI and MPICH (latency: > 1 is slower; bandwidth: < 1 is slower)
+and a mark where viaduct misses, i.e. is more than 10 % worse than the
+better peer.  Where a size was measured in several rounds, the median.
+Standard library only.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from plotlib import context_text, fmt, load, print_table, ratio, size_name  # noqa: E402
+
+PEERS = (("openmpi", "Open MPI"), ("mpich", "MPICH"))
+MISS = 1.10   # viaduct misses: worse than the better peer by more than 10 %
+
+TESTS = (
+    # section, case suffix, metric, title, unit, lower is better, raw TCP column
+    ("latency", "", "half_rtt_us", "Latency, half round trip (2 ranks, one per host)", "us", True, True),
+    ("bw", "", "mb_per_s", "Windowed bandwidth rank 0 -> 1 (64 x MPI_Isend)", "MB/s", False, True),
+    ("bibw", "", "mb_per_s", "Bidirectional bandwidth (64 x MPI_Isend each way)", "MB/s", False, False),
+    ("allreduce", "", "usec", "MPI_Allreduce, 2 ranks (one per host)", "us", True, False),
+    ("allreduce", "_n4", "usec", "MPI_Allreduce, 4 ranks (two per host, not pinned)", "us", True, False),
+)
+
+
+def table(data, test, markdown):
+    section, suffix, metric, title, unit, lower, with_tcp = test
+    vd = data.get((section, "viaduct" + suffix, metric), {})
+    peers = [(k, n, data.get((section, k + suffix, metric), {})) for k, n in PEERS]
+    peers = [p for p in peers if p[2]]
+    tcp = data.get((section, "tcp", metric), {}) if with_tcp else {}
+    sizes = sorted(set(vd).union(*[p[2].keys() for p in peers]))
+    if not sizes:
+        return
+    cols = [("size", 8)]
+    if vd:
+        cols.append(("viaduct", 9))
+    cols += [(n, 9) for _, n, _ in peers]
+    if tcp:
+        cols.append(("raw TCP", 9))
+    if vd and peers:
+        cols += [("vd/best", 8), ("", 5)]
+    if vd and tcp:
+        cols.append(("vd/TCP", 7))
+    rows = []
+    for s in sizes:
+        r = [size_name(s)]
+        v = vd.get(s)
+        if vd:
+            r.append(fmt(v))
+        pv = [p[2].get(s) for p in peers]
+        r += [fmt(x) for x in pv]
+        t = tcp.get(s)
+        if tcp:
+            r.append(fmt(t))
+        if vd and peers:
+            got = [x for x in pv if x]
+            best = (min(got) if lower else max(got)) if got else None
+            q = ratio(v, best)
+            r.append(fmt(q))
+            miss = q is not None and (q > MISS if lower else q < 1 / MISS)
+            r.append("MISS" if miss else "")
+        if vd and tcp:
+            r.append(fmt(ratio(v, t)))
+        rows.append(r)
+    how = "lower is better" if lower else "higher is better"
+    title = "%s, %s (%s)" % (title, unit, how)
+    if markdown:
+        print("**%s**\n" % title)
+        print("| " + " | ".join(h or "miss" for h, _ in cols) + " |")
+        print("|" + "|".join("---:" for _ in cols) + "|")
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        print()
+    else:
+        print_table(title, cols, rows)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv", help="written by bench/mpi/hosts.sh")
+    ap.add_argument("--markdown", action="store_true", help="Markdown tables")
+    args = ap.parse_args()
+    data, context = load(args.csv, "hosts_table.py")
+    print("MPI across two hosts: %s; %s; %s" % (
+        context_text(context, "run", "hosts"), context_text(context, "run", "date"),
+        context_text(context, "run", "mode")))
+    if not args.markdown:
+        print("(vd/best = viaduct / the better of Open MPI and MPICH; MISS: viaduct more "
+              "than 10 % worse; raw TCP: tcp_floor, 1 B for 0 B)\n")
+    else:
+        print()
+    for test in TESTS:
+        table(data, test, args.markdown)
+    failed = [(case, v) for (case, m), vals in context.items() if m == "failed" for v in vals]
+    for case, v in failed:
+        print("FAILED: %s: %s" % (case, v))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
