@@ -2,9 +2,15 @@
 # SPDX-License-Identifier: MIT
 #
 # tools/deps.sh PACKAGE...: install the Debian packages that are missing
-# (`make deps` passes the list kept in the Makefile).  Does nothing, and
-# needs no network, when all are present.
+# (`make deps` passes the list kept in the Makefile), and TEST_PACKAGES
+# below.  Does nothing, and needs no network, when all are present.
 set -euo pipefail
+
+# What the tests need besides the Makefile's list: a real single-node
+# Slurm (slurmctld, slurmd, srun) with munge, for tests/test_mpi_slurm.sh.
+# That test starts its own daemons in a temporary folder; the services
+# and /etc files these packages install are never used.
+TEST_PACKAGES=(slurm-wlm munge)
 
 installed() {
 	dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
@@ -39,4 +45,4 @@ main() {
 		apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
-main "$@"
+main "$@" "${TEST_PACKAGES[@]}"
