@@ -21,7 +21,8 @@
 # Every daemon, job step and rank is stopped on every exit path (trap; a
 # watchdog if this shell is killed outright), and the temporary directory
 # removed.  VD_SLURM_KEEP=1 keeps the directory (its logs) for a
-# post-mortem; VD_SLURM_TIMEOUT (default 45) bounds each srun, in seconds.
+# post-mortem; VD_SLURM_TIMEOUT (default 45) bounds each srun, in seconds;
+# VD_SLURM_FIRST_JOB_ID sets the first job id (default: random).
 #
 # Usage: test_mpi_slurm.sh BUILD_DIR        (exit 0 pass, 1 fail, 77 skip)
 # Skips only when not root or when Slurm/munge are not installed (Debian:
@@ -182,10 +183,15 @@ if ! ctld_port=$(free_port) || ! slurmd_port=$(free_port "$ctld_port"); then
 	fatal "no free TCP ports"
 fi
 mkdir -m 0700 "$SD/state" "$SD/spool"
+# Job ids from a random start: viaduct names a job after its kvsname,
+# which Slurm makes "JOBID.STEPID", so two of these clusters running at
+# once (this test in two build trees) must not both run job 1.0.
+first_job=${VD_SLURM_FIRST_JOB_ID:-$((1000 + (RANDOM * 32768 + RANDOM) % 1000000))}
 : >"$SD/plugstack.conf"
 cat >"$SLURM_CONF" <<EOF
 # written by tests/test_mpi_slurm.sh: a one-node cluster for one test
 ClusterName=viaduct$$
+FirstJobId=$first_job
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
