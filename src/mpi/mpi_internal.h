@@ -70,6 +70,9 @@ int vd_pmi_init(int *rank, int *size, char *jobid, size_t jobid_len);
 int vd_pmi_put(const char *key, const char *value);
 int vd_pmi_fence(void);                 /* commit + barrier */
 int vd_pmi_get(const char *key, char *value, size_t len);
+/* The same, naming the rank that put the key (PMIx keys belong to their
+ * putter; PMI-1 ignores it).  -1: any. */
+int vd_pmi_get_from(int from, const char *key, char *value, size_t len);
 void vd_pmi_finalize(void);
 /* Tell the launcher to stop the job (it names this rank and the code),
  * then _exit(code).  Never returns. */

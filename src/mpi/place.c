@@ -93,7 +93,7 @@ static int number_nodes(const char *mine)
 		snprintf(key, sizeof(key), "vd-node-%d", r);
 		if (r == 0)
 			snprintf(id, sizeof(id), "%s", mine);
-		else if ((err = vd_pmi_get(key, id, sizeof(id))))
+		else if ((err = vd_pmi_get_from(r, key, id, sizeof(id))))
 			break;
 		for (k = 0; k < nn && strcmp(ids[k], id); k++)
 			;
@@ -132,7 +132,7 @@ static int get_map(void)
 		if (n > MAP_CHUNK)
 			n = MAP_CHUNK;
 		snprintf(key, sizeof(key), "vd-nodes-%d", c);
-		if ((err = vd_pmi_get(key, val, sizeof(val))))
+		if ((err = vd_pmi_get_from(0, key, val, sizeof(val))))
 			return err;
 		if (strlen(val) != (size_t)n * MAP_DIGITS)
 			return -EPROTO;
@@ -190,7 +190,7 @@ static int take_key(void)
 
 	if (getenv("VIADUCT_JOB_KEY"))
 		return 0;
-	if (vd_pmi_get("vd-job-key", h, sizeof(h)))
+	if (vd_pmi_get_from(0, "vd-job-key", h, sizeof(h)))
 		return -EPROTO;
 	return setenv("VIADUCT_JOB_KEY", h, 0) ? -ENOMEM : 0;
 }
@@ -304,7 +304,7 @@ int vd_place_exchange(void)
 		if (r == vd_mpi.rank || P.via[r] != VD_T_OFI)
 			continue;
 		snprintf(key, sizeof(key), "vd-addr-%d", r);
-		if ((err = vd_pmi_get(key, h, sizeof(h))) ||
+		if ((err = vd_pmi_get_from(r, key, h, sizeof(h))) ||
 		    (err = unhex(h, P.addr[r], P.alen[VD_T_OFI])))
 			return err;
 	}

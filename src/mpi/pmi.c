@@ -21,8 +21,9 @@
  * Values cannot contain spaces, '=' or newlines, so we only put printable
  * ASCII without them (the MPI layer puts hex and alphanumerics).
  *
- * Without PMI_FD the process is a singleton: rank 0 of 1, with a local
- * key-value space so that put/get behave the same.
+ * Without PMI_FD, a launcher that speaks PMIx (PMIX_NAMESPACE) is served
+ * by pmix.c where it is built; otherwise the process is a singleton: rank
+ * 0 of 1, with a local key-value space so that put/get behave the same.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,12 @@
 #include <unistd.h>
 
 #include "mpi_internal.h"
+#ifdef VIADUCT_HAVE_PMIX
+#include "pmix_client.h"
+#define PMI_PMIX_LAUNCHERS ", srun --mpi=pmix or Open MPI's mpirun"
+#else
+#define PMI_PMIX_LAUNCHERS " (this build has no PMIx client)"
+#endif
 
 /* A reply line: Hydra's values are at most 1024 bytes (vallen_max), plus
  * the command and a few short attributes. */
@@ -47,7 +54,7 @@
 /* Largest job we believe in: bounds PMI_SIZE. */
 #define PMI_SIZE_MAX (1 << 20)
 
-enum pmi_state { PMI_NONE = 0, PMI_SINGLETON, PMI_CONNECTED, PMI_DONE };
+enum pmi_state { PMI_NONE = 0, PMI_SINGLETON, PMI_CONNECTED, PMI_PMIX, PMI_DONE };
 
 struct pmi_attr {
 	const char *key, *val;
@@ -413,8 +420,8 @@ static int pmi_refuse_foreign(const char *seen)
 	fprintf(stderr,
 		"viaduct PMI: this program was started by %s, which viaduct cannot "
 		"talk to; every copy would run as rank 0 of 1.  Start viaduct "
-		"programs with vdrun -n N, MPICH's mpiexec.hydra, or srun --mpi=pmi2.\n",
-		seen);
+		"programs with vdrun -n N, MPICH's mpiexec.hydra, srun --mpi=pmi2%s.\n",
+		seen, PMI_PMIX_LAUNCHERS);
 	return -EPROTONOSUPPORT;
 }
 
@@ -438,6 +445,28 @@ static int pmi_init_singleton(void)
 	return 0;
 }
 
+#ifdef VIADUCT_HAVE_PMIX
+static bool pmi_use_pmix(void)
+{
+	return env_set("PMIX_NAMESPACE") != NULL;
+}
+
+static int pmi_init_pmix(void)
+{
+	int err = vd_pmix_init(&pmi.rank, &pmi.size, pmi.kvsname, sizeof(pmi.kvsname));
+
+	if (err)
+		return err;
+	pmi.keylen_max = PMI_KEY_MAX;
+	pmi.vallen_max = PMI_VAL_MAX;
+	pmi.state = PMI_PMIX;
+	return 0;
+}
+#else
+static bool pmi_use_pmix(void) { return false; }
+static int pmi_init_pmix(void) { return -ENOSYS; }
+#endif
+
 int vd_pmi_init(int *rank, int *size, char *jobid, size_t jobid_len)
 {
 	const char *fdstr = getenv("PMI_FD");
@@ -456,6 +485,9 @@ int vd_pmi_init(int *rank, int *size, char *jobid, size_t jobid_len)
 			return err;
 		}
 		pmi.state = PMI_CONNECTED;
+	} else if (pmi_use_pmix()) {
+		if ((err = pmi_init_pmix()) != 0)
+			return err;
 	} else if ((err = pmi_init_singleton()) != 0) {
 		return err;
 	}
@@ -515,8 +547,19 @@ static void pmi_local_free(void)
 
 static int pmi_check_running(void)
 {
-	return pmi.state == PMI_SINGLETON || pmi.state == PMI_CONNECTED ? 0 : -EINVAL;
+	return pmi.state == PMI_SINGLETON || pmi.state == PMI_CONNECTED ||
+	       pmi.state == PMI_PMIX ? 0 : -EINVAL;
 }
+
+#ifndef VIADUCT_HAVE_PMIX
+/* Never called without the client (pmi.state is never PMI_PMIX). */
+static int vd_pmix_put(const char *k, const char *v) { (void)k, (void)v; return -ENOSYS; }
+static int vd_pmix_fence(void) { return -ENOSYS; }
+static int vd_pmix_get(int f, const char *k, char *v, size_t l)
+{ (void)f, (void)k, (void)v, (void)l; return -ENOSYS; }
+static void vd_pmix_finalize(void) {}
+static void vd_pmix_abort(int c, const char *m) { (void)c, (void)m; }
+#endif
 
 int vd_pmi_put(const char *key, const char *value)
 {
@@ -530,6 +573,8 @@ int vd_pmi_put(const char *key, const char *value)
 		return -EINVAL;
 	if (pmi.state == PMI_SINGLETON)
 		return pmi_local_put(key, value);
+	if (pmi.state == PMI_PMIX)
+		return vd_pmix_put(key, value);
 	err = pmi_call(&msg, "put_result", "cmd=put kvsname=%s key=%s value=%s",
 		       pmi.kvsname, key, value);
 	if (err)
@@ -544,6 +589,8 @@ int vd_pmi_fence(void)
 
 	if (err || pmi.state == PMI_SINGLETON)
 		return err;
+	if (pmi.state == PMI_PMIX)
+		return vd_pmix_fence();
 	/* PMI-1 has no separate commit: puts are sent at once, and the
 	 * barrier makes every put before it visible to every get after. */
 	err = pmi_call(&msg, "barrier_out", "cmd=barrier_in");
@@ -563,6 +610,11 @@ static int pmi_copy_value(const char *v, char *value, size_t len)
 
 int vd_pmi_get(const char *key, char *value, size_t len)
 {
+	return vd_pmi_get_from(-1, key, value, len);
+}
+
+int vd_pmi_get_from(int from, const char *key, char *value, size_t len)
+{
 	struct pmi_msg msg;
 	const char *v;
 	int err = pmi_check_running();
@@ -576,6 +628,8 @@ int vd_pmi_get(const char *key, char *value, size_t len)
 
 		return kv ? pmi_copy_value(kv->val, value, len) : -ENOENT;
 	}
+	if (pmi.state == PMI_PMIX)
+		return vd_pmix_get(from, key, value, len);
 	err = pmi_call(&msg, "get_result", "cmd=get kvsname=%s key=%s", pmi.kvsname, key);
 	if (err)
 		return err;
@@ -599,6 +653,8 @@ void vd_pmi_finalize(void)
 		close(pmi.fd);
 		pmi.fd = -1;
 	}
+	if (pmi.state == PMI_PMIX)
+		vd_pmix_finalize();
 	pmi_local_free();
 	pmi.state = PMI_DONE;
 }
@@ -638,5 +694,7 @@ void vd_pmi_abort(int code, const char *msg)
 		/* No reply comes: the launcher tears the job down. */
 		(void)pmi_send("cmd=abort exitcode=%d message=%s", code, enc);
 	}
+	if (pmi.state == PMI_PMIX)
+		vd_pmix_abort(code, msg);
 	_exit(code);
 }
