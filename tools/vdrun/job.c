@@ -231,7 +231,7 @@ static int start_local_rank(struct job *job, int r, int local_index)
 	const struct app *app = &o->apps[app_of_rank(o, r)];
 	struct rank *rk = &job->ranks[r];
 	struct launch l = {
-		.rank = r, .size = o->n, .local_index = local_index,
+		.host = o->have_hosts ? o->hosts[rk->host].name : NULL, .rank = r, .size = o->n, .local_index = local_index,
 		.local_count = o->hosts[rk->host].nranks, .bind = o->bind,
 		.path = app->path, .argv = app->argv, .wdir = o->wdir, .wdir_strict = true,
 		.env = o->env, .nenv = o->nenv, .keep_stdin = r == 0, .out_fd = -1, .err_fd = -1,

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -21,6 +22,23 @@
 #include "vdrun.h"
 
 /* ---- the child --------------------------------------------------------------- */
+
+/* "vdrun: rank 3 on host B: ..." from the child, before its exec. */
+static void child_says(const struct launch *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void child_says(const struct launch *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (l->host)
+		fprintf(stderr, "vdrun: rank %d on host %s: ", l->rank, l->host);
+	else
+		fprintf(stderr, "vdrun: rank %d: ", l->rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 static int allowed_cpus(int *cpus, int max)
 {
@@ -48,8 +66,7 @@ static void bind_rank(const struct launch *l)
 	CPU_ZERO(&set);
 	CPU_SET(cpus[i], &set);
 	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		fprintf(stderr, "vdrun: rank %d: cannot bind to CPU %d: %s\n", l->rank, cpus[i],
-			strerror(errno));
+		child_says(l, "cannot bind to CPU %d: %s", cpus[i], strerror(errno));
 }
 
 static void set_env_int(const char *name, long v)
@@ -88,11 +105,11 @@ static void exec_program(const struct launch *l)
 	if (rc == 0)
 		execv(path, l->argv);
 	if (rc == EXIT_NOTFOUND || (rc == 0 && errno == ENOENT)) {
-		fprintf(stderr, "vdrun: rank %d: %s: command not found\n", l->rank, l->path);
+		child_says(l, "%s: command not found", l->path);
 		_exit(EXIT_NOTFOUND);
 	}
-	fprintf(stderr, "vdrun: rank %d: cannot execute %s: %s\n", l->rank, l->path,
-		rc ? "not an executable file" : strerror(errno));
+	child_says(l, "cannot execute %s: %s", l->path,
+		   rc ? "not an executable file" : strerror(errno));
 	_exit(EXIT_NOEXEC);
 }
 
@@ -115,8 +132,7 @@ static void child(const struct launch *l, int fd, pid_t parent, const sigset_t *
 		setenv(l->env[i].name, l->env[i].value, 1);
 	set_stdio(l);
 	if (l->wdir && chdir(l->wdir) != 0 && l->wdir_strict) {
-		fprintf(stderr, "vdrun: rank %d: cannot change to directory %s: %s\n", l->rank,
-			l->wdir, strerror(errno));
+		child_says(l, "cannot change to directory %s: %s", l->wdir, strerror(errno));
 		_exit(1);
 	}
 	bind_rank(l);

@@ -272,7 +272,7 @@ static void start_ranks(void)
 		struct prank *pr = &P.ranks[i];
 		struct papp *app = &P.apps[pr->app];
 		struct launch l = {
-			.rank = pr->rank, .size = P.size, .local_index = pr->index,
+			.host = P.host, .rank = pr->rank, .size = P.size, .local_index = pr->index,
 			.local_count = pr->count, .bind = P.bind, .path = app->path,
 			.argv = app->argv, .wdir = P.wdir, .wdir_strict = P.strict,
 			.env = P.env, .nenv = P.nenv, .out_fd = -1, .err_fd = -1,
@@ -314,6 +314,8 @@ static void stop_ranks(void)
 
 static void lost(void)
 {
+	if (P.running > 0 && !P.stopping)
+		say("lost the connection to vdrun; stopping %d rank(s)", P.running);
 	if (P.fd >= 0)
 		close(P.fd);
 	P.fd = -1;
@@ -388,8 +390,11 @@ static int vdrun_line(char *line)
 		return 0;
 	memcpy(buf, rest, len);
 	buf[len++] = '\n';
-	/* Replies are short and the rank waits for them: no blocking. */
-	(void)send(pr->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/* Every request gets one short reply and a client waits for it; a
+	 * full socket means the rank does not read them: vdrun is told. */
+	if (send(pr->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len &&
+	    errno != EPIPE && errno != ECONNRESET)
+		outbuf_add(&P.out, "deaf %d\n", pr->rank);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
  *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE
  *   env NAME VALUE                      pmi RANK LINE
  *   app A PATH / arg A WORD             long RANK       (line too long)
+ *                                       deaf RANK       (reads no replies)
  *   rank RANK A INDEX COUNT             eof RANK        (closed PMI_FD)
  *   go                                  exit RANK CODE / signal RANK SIG
  *   pmi RANK LINE / stop / kill
@@ -465,6 +466,8 @@ static int proxy_line(struct job *job, struct proxy *p, char *line)
 			pmi_handle_line(job, r, rest);
 	} else if (strcmp(w[0], "long") == 0 && n == 2) {
 		protocol_error(job, r, "a line longer than 4096 bytes");
+	} else if (strcmp(w[0], "deaf") == 0 && n == 2) {
+		protocol_error(job, r, "it does not read its replies");
 	} else if (strcmp(w[0], "eof") == 0 && n == 2) {
 		pmi_rank_left(job, r);
 	} else if (strcmp(w[0], "exit") == 0 && n == 3 && wire_int(w[2], 0, 255, &v)) {

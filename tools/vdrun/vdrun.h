@@ -175,6 +175,7 @@ struct job {
 
 /* What a process needs to start one rank (vdrun's own or a proxy's). */
 struct launch {
+	const char *host;       /* for messages: NULL on a job without hosts */
 	int rank, size;
 	int local_index, local_count;   /* among the ranks of its host */
 	enum bind_mode bind;
