@@ -255,17 +255,19 @@ void start_local_ranks(struct job *job)
 	const struct opts *o = job->opts;
 	int next[VDRUN_MAX_HOSTS] = { 0 };
 
-	for (int r = 0; r < job->n && !job->stopping; r++) {
-		int h = job->ranks[r].host, err;
+	for (int r = 0; r < job->n; r++) {
+		int h = job->ranks[r].host, err = 0;
 
 		if (!o->hosts[h].local)
 			continue;
-		err = start_local_rank(job, r, next[h]++);
-		if (err) {
+		/* Once the job stops (a remote host failed already), the
+		 * ranks not started are done. */
+		if (job->stopping || (err = start_local_rank(job, r, next[h]++)) != 0) {
 			job->ranks[r].alive = false;
 			job->running--;
-			fail(job, 1, "cannot start rank %d: %s", r, strerror(-err));
 		}
+		if (err)
+			fail(job, 1, "cannot start rank %d: %s", r, strerror(-err));
 	}
 }
 

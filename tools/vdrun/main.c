@@ -85,6 +85,9 @@ static int setup_signals(sigset_t *old)
 	sigaddset(&set, SIGQUIT);
 	if (sigprocmask(SIG_BLOCK, &set, old) != 0)
 		return -1;
+	/* An agent that died at once must not take vdrun with it when its
+	 * line is written (children get SIGPIPE back). */
+	signal(SIGPIPE, SIG_IGN);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 

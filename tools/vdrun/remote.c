@@ -161,6 +161,7 @@ static void agent_child(const struct job *job, char **av, int in)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);       /* vdrun killed: the agent goes */
 	setpgid(0, 0);  /* Ctrl-C reaches vdrun, which stops remote ranks in order */
 	sigprocmask(SIG_SETMASK, &job->oldmask, NULL);
+	signal(SIGPIPE, SIG_DFL);
 	dup2(in, STDIN_FILENO);
 	execvp(av[0], av);
 	fprintf(stderr, "vdrun: launch agent %s: %s\n", av[0], strerror(errno));
@@ -188,12 +189,12 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 		agent_child(job, av, in[0]);
 	setpgid(p->agent, p->agent);
 	close(in[0]);
-	/* One short line: a pipe takes it whole, the agent reads it later. */
+	/* One short line: a pipe takes it whole, the agent reads it later.
+	 * If the agent is gone already (EPIPE), its exit says why. */
 	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %d %s\n", p->host, addr, port, job->cookie);
-	if (write(in[1], line, strlen(line)) != (ssize_t)strlen(line)) {
-		close(in[1]);
-		return -EPIPE;
-	}
+	if (write(in[1], line, strlen(line)) < 0 && errno != EPIPE)
+		fprintf(stderr, "vdrun: host %s: cannot write to the launch agent: %s\n", host,
+			strerror(errno));
 	close(in[1]);
 	return 0;
 }
@@ -249,18 +250,20 @@ int remote_setup(struct job *job)
 		return -1;
 	}
 	for (int h = 0; h < o->nhosts; h++) {
-		struct proxy *p;
-
 		if (o->hosts[h].local || o->hosts[h].nranks == 0)
 			continue;
-		p = &job->proxies[job->nproxies++];
-		*p = (struct proxy){ .host = h, .fd = -1, .nalive = o->hosts[h].nranks };
+		job->proxies[job->nproxies++] =
+			(struct proxy){ .host = h, .fd = -1, .nalive = o->hosts[h].nranks };
+	}
+	/* All proxies are known before the first agent starts: a failure
+	 * stops the job, and with it every host not connected yet. */
+	for (int i = 0; i < job->nproxies && !job->stopping; i++) {
+		struct proxy *p = &job->proxies[i];
+
 		if (inbuf_init(&p->in, PROXY_LINE_MAX) != 0 ||
-		    (err = start_agent(job, p, self, port)) != 0) {
-			fail(job, 1, "host %s: cannot start the launch agent '%s'", o->hosts[h].name,
-			     o->agent);
-			return 0;
-		}
+		    (err = start_agent(job, p, self, port)) != 0)
+			fail(job, 1, "host %s: cannot start the launch agent '%s'",
+			     o->hosts[p->host].name, o->agent);
 	}
 	return 0;
 }
