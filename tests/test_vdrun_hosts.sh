@@ -209,6 +209,9 @@ expect_failure "a rank on A aborts, B's ranks stop" 5 "rank 0 on host $A called 
 	-H "$A:1,$HB:3" -n 4 "$PROBE" abort 0 5
 expect_failure "a rank on B breaks the protocol" 1 "rank 1 on host $HB broke the PMI protocol" \
 	-H "$A,$HB" -n 2 sh -c '[ "$PMI_RANK" = 1 ] && echo garbage >&"$PMI_FD"; exec "$0" sleep' "$PROBE"
+expect_failure "a rank on B sends an endless line" 1 \
+	"rank 1 on host $HB broke the PMI protocol (a line longer than 4096 bytes)" \
+	-H "$A,$HB" -n 2 sh -c '[ "$PMI_RANK" = 1 ] && head -c 10000 /dev/zero | tr "\0" x >&"$PMI_FD"; exec "$0" sleep' "$PROBE"
 expect_failure "a program missing on B" 127 "rank 1 on host $HB exited with status 127" \
 	-H "$A,$HB" -n 1 "$PROBE" sleep : -n 1 no-such-program-$$
 AG=$TMP/no-such-agent expect_failure "an agent that fails" 1 "host $HB: the launch agent" \

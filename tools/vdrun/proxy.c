@@ -323,6 +323,15 @@ static void lost(void)
 }
 
 /* A rank's lines go to vdrun, tagged with the rank. */
+static void close_rank(struct prank *pr, const char *why)
+{
+	outbuf_add(&P.out, "%s %d\n", why, pr->rank);
+	close(pr->fd);
+	pr->fd = -1;
+}
+
+/* A rank's lines go to vdrun, tagged with the rank; vdrun judges them.
+ * A line longer than vdrun accepts ends the rank's PMI here. */
 static void read_rank(struct prank *pr)
 {
 	while (pr->fd >= 0) {
@@ -333,14 +342,8 @@ static void read_rank(struct prank *pr)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			return;
-		if (n <= 0 || pr->len + (size_t)n == sizeof(pr->buf)) {
-			bool too_long = n > 0;
-
-			outbuf_add(&P.out, too_long ? "long %d\n" : "eof %d\n", pr->rank);
-			close(pr->fd);
-			pr->fd = -1;
-			return;
-		}
+		if (n <= 0)
+			return close_rank(pr, "eof");
 		pr->len += (size_t)n;
 		while ((nl = memchr(start, '\n', pr->len - (size_t)(start - pr->buf)))) {
 			*nl = '\0';
@@ -349,6 +352,8 @@ static void read_rank(struct prank *pr)
 		}
 		pr->len -= (size_t)(start - pr->buf);
 		memmove(pr->buf, start, pr->len);
+		if (pr->len == sizeof(pr->buf))
+			return close_rank(pr, "long");
 	}
 }
 

@@ -427,13 +427,22 @@ static void accept_all(struct job *job)
 	int fd;
 
 	while ((fd = accept4(job->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		struct pending *pc = NULL;
+		struct pending *pc = NULL, *oldest = &job->pending[0];
 
-		for (int i = 0; i < MAX_PENDING && !pc; i++)
+		for (int i = 0; i < MAX_PENDING && !pc; i++) {
 			if (job->pending[i].fd < 0)
 				pc = &job->pending[i];
-		if (!pc || inbuf_init(&pc->in, HELLO_MAX) != 0) {
-			close(fd);      /* a flood: proxies try again never, but few */
+			else if (elapsed_ns(&job->pending[i].since) > elapsed_ns(&oldest->since))
+				oldest = &job->pending[i];
+		}
+		/* All taken: the oldest goes, so that silent connections
+		 * cannot keep a proxy out for long. */
+		if (!pc) {
+			pending_close(oldest);
+			pc = oldest;
+		}
+		if (inbuf_init(&pc->in, HELLO_MAX) != 0) {
+			close(fd);
 			continue;
 		}
 		pc->fd = fd;
