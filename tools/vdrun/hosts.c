@@ -30,10 +30,10 @@ static bool host_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n >= VDRUN_HOST_MAX || !isalnum((unsigned char)s[0])) {
-		if (!(s[0] == '[' && n > 2 && s[n - 1] == ']'))
-			return false;
-	}
+	if (n == 0 || n >= VDRUN_HOST_MAX)
+		return false;
+	if (!isalnum((unsigned char)s[0]) && !(s[0] == '[' && n > 2 && s[n - 1] == ']'))
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
@@ -64,10 +64,10 @@ static void add_host(struct opts *o, const char *name, int slots, const char *wh
 /* "host" or "host:N" ("[v6addr]:N" for an IPv6 address); slots 1 by default. */
 static void add_host_spec(struct opts *o, char *spec, const char *where)
 {
-	char *colon = strrchr(spec, ':');
+	char *colon = strrchr(spec, ':'), *close = strrchr(spec, ']');
 	long slots = 1;
 
-	if (colon && spec[0] == '[' && colon < strrchr(spec, ']'))
+	if (colon && spec[0] == '[' && close && colon < close)
 		colon = NULL;   /* a colon of the address itself */
 	if (colon) {
 		*colon = '\0';

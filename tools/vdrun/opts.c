@@ -218,8 +218,8 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
 		set_once(&o->wdir, "-wdir", optarg);
 		break;
 	case OPT_AGENT:
-		if (!*optarg)
-			usage_error("--launch-agent: an empty command");
+		if (!*optarg || strlen(optarg) >= PATH_MAX)
+			usage_error("--launch-agent: an empty or too long command");
 		set_once(&o->agent, "--launch-agent", optarg);
 		break;
 	case OPT_VERSION:
@@ -303,10 +303,12 @@ static void resolve_program(const char *name, char *out, size_t len)
  * ":" (argc at the end).  The ":" becomes the NULL that ends its argv. */
 static int parse_app(int argc, char **argv, int start, struct opts *o)
 {
-	char *sub[argc + 1];
+	char **sub = calloc((size_t)argc + 1, sizeof(*sub));
 	struct app *app;
 	int end, ac = 1, prog;
 
+	if (!sub)
+		usage_error("out of memory");
 	if (o->napps == VDRUN_MAX_APPS)
 		usage_error("more than %d application contexts", VDRUN_MAX_APPS);
 	app = &o->apps[o->napps];
@@ -315,8 +317,8 @@ static int parse_app(int argc, char **argv, int start, struct opts *o)
 	sub[0] = argv[0];
 	for (int i = start; i < end; i++)
 		sub[ac++] = argv[i];
-	sub[ac] = NULL;
 	prog = start + parse_options(ac, sub, o, app) - 1;
+	free(sub);
 	if (app->n == 0)
 		usage_error("context %d: the number of ranks is missing (-n N)", o->napps + 1);
 	if (prog >= end)
@@ -378,6 +380,8 @@ void parse_args(int argc, char **argv, struct opts *o)
 		o->agent = getenv("VIADUCT_RSH");
 	if (!o->agent || !*o->agent)
 		o->agent = "ssh";
+	if (strlen(o->agent) >= PATH_MAX)
+		usage_error("VIADUCT_RSH: the command is too long");
 	hosts_setup(o);
 	resolve_programs(o);
 }

@@ -172,9 +172,13 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 {
 	const char *host = job->opts->hosts[p->host].name;
 	char addr[VDRUN_HOST_MAX], words[PATH_MAX], *av[AGENT_MAX_WORDS], line[512];
+	char bare[VDRUN_HOST_MAX];
 	int in[2];
 
-	if (agent_argv(job, host, self, av, words) < 0)
+	/* ssh takes an IPv6 address without its brackets. */
+	snprintf(bare, sizeof(bare), "%s", host[0] == '[' ? host + 1 : host);
+	bare[strcspn(bare, "]")] = '\0';
+	if (agent_argv(job, bare, self, av, words) < 0)
 		return -EINVAL;
 	callback_addr(host, addr, sizeof(addr));
 	if (pipe2(in, O_CLOEXEC) != 0)
