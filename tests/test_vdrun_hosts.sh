@@ -12,8 +12,9 @@
 # job naming the rank and host B, within seconds, and nothing is left on
 # either host -- nor after vdrun is stopped or killed; an agent that fails
 # or never connects is named; a connection without the job's cookie is
-# refused; usage errors exit 2.  When the ofi provider opens here, a real
-# MPI program runs across the two hosts under vdrun.
+# refused; usage errors exit 2.  When the ofi provider opens here, real
+# MPI programs run across the two hosts under vdrun (point to point,
+# collectives), and an MPI rank killed on B ends the job.
 #
 # Usage: test_vdrun_hosts.sh BUILD_DIR        (exit 0 pass, 1 fail, 77 skip)
 set -u
@@ -308,19 +309,31 @@ out=$(vd_in A env VIADUCT_RSH="$AGENT" timeout 30 "$VDRUN" -H "$A,$HB" -n 2 sh -
 [ "$out" = "$VD_NS_A $VD_NS_B " ] && echo "ok: VIADUCT_RSH is the launch agent" || fail "VIADUCT_RSH: $out"
 
 # ---- a real MPI program across the hosts -------------------------------------------
-P2P=$B/tests/mpi/mpitest_p2p
-if [ -x "$P2P" ] && VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
+if [ -x "$B/tests/mpi/mpitest_p2p" ] && [ -x "$B/tests/mpi/mpitest_coll" ] &&
+	[ -x "$B/tests/mpi/mpitest_jobctl" ] &&
+	VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
 	[ -z "${TSAN_OPTIONS:-}" ] ||
 		export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
-	for n in 2 4; do
-		VIADUCT_OFI_PROVIDER=tcp run -H "$A:$((n / 2)),$HB:$((n / 2))" -n "$n" "$P2P"
+	export VIADUCT_OFI_PROVIDER=tcp     # passed on to B's ranks by vdrun
+	for t in "p2p 2" "p2p 4" "coll 3"; do
+		set -- $t
+		run -H "$A:$(($2 / 2 + $2 % 2)),$HB:$(($2 / 2))" -n "$2" "$B/tests/mpi/mpitest_$1"
 		if [ "$rc" -ne 0 ]; then
-			fail "mpitest_p2p across two hosts n=$n: exit $rc: $(tail -5 <<<"$out$err")"
+			fail "mpitest_$1 across two hosts n=$2: exit $rc: $(tail -5 <<<"$out$err")"
 		else
-			echo "ok: mpitest_p2p across two hosts under vdrun, n=$n, $ms ms"
+			echo "ok: mpitest_$1 across two hosts under vdrun, n=$2, $ms ms"
 		fi
+		check_nothing_left "mpitest_$1 n=$2"
 	done
-	check_nothing_left "mpitest_p2p"
+	# The last rank, on B, kills itself while rank 0 on A blocks in a receive.
+	run -H "$A,$HB" -n 2 "$B/tests/mpi/mpitest_jobctl" kill
+	if [ "$rc" -eq 137 ] && [[ $err == *"rank 1 on host $HB killed by signal SIGKILL"* ]] &&
+		[ "$ms" -lt 10000 ]; then
+		echo "ok: an MPI rank killed on B ends the job: exit $rc in $ms ms"
+	else
+		fail "MPI rank killed on B: exit $rc in $ms ms: $err"
+	fi
+	check_nothing_left "mpitest_jobctl kill"
 else
 	echo "note: the ofi provider does not open here; no MPI program across hosts"
 fi
