@@ -38,6 +38,7 @@ NAME=vdhprobe$$
 PROBE=$TMP/$NAME
 cp "$PROBE_BUILT" "$PROBE" || exit 1
 cleanup() {
+	# shellcheck disable=SC2046 # a list of pids
 	kill -KILL $(live) 2>/dev/null
 	rm -rf "$TMP"
 	vd_netns_cleanup
@@ -100,7 +101,8 @@ check_nothing_left() {
 		[ -z "$left" ] && return 0
 		sleep 0.05
 	done
-	fail "$1: left running: $(ps -o pid=,args= -p "$(echo $left | tr ' ' ,)")"
+	fail "$1: left running: $(ps -o pid=,args= -p "$(tr '\n' , <<<"$left")")"
+	# shellcheck disable=SC2086 # a list of pids
 	kill -KILL $left 2>/dev/null
 }
 
@@ -312,8 +314,8 @@ out=$(vd_in A env VIADUCT_RSH="$AGENT" timeout 30 "$VDRUN" -H "$A,$HB" -n 2 sh -
 if [ -x "$B/tests/mpi/mpitest_p2p" ] && [ -x "$B/tests/mpi/mpitest_coll" ] &&
 	[ -x "$B/tests/mpi/mpitest_jobctl" ] &&
 	VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
-	[ -z "${TSAN_OPTIONS:-}" ] ||
-		export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp"
+	supp=$(cd "$(dirname "$0")" && pwd)/ofi/tsan.supp
+	[ -z "${TSAN_OPTIONS:-}" ] || export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$supp"
 	export VIADUCT_OFI_PROVIDER=tcp     # passed on to B's ranks by vdrun
 	for t in "p2p 2" "p2p 4" "coll 3"; do
 		set -- $t
