@@ -101,7 +101,7 @@ check_nothing_left() {
 		[ -z "$left" ] && return 0
 		sleep 0.05
 	done
-	fail "$1: left running: $(ps -o pid=,args= -p "$(tr '\n' , <<<"$left")")"
+	fail "$1: left running: $(ps -o pid=,args= -p "$(paste -sd, <<<"$left")")"
 	# shellcheck disable=SC2086 # a list of pids
 	kill -KILL $left 2>/dev/null
 }
