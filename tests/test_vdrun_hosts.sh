@@ -251,6 +251,27 @@ for sig in TERM KILL; do
 	echo "ok: vdrun ended by SIG$sig (exit $rc): nothing left on either host after $(($(now_ms) - t0)) ms"
 done
 
+# Host B drops off the network mid-job (no FIN, no RST): TCP keepalive
+# tells both sides within about 20 s; vdrun names B, B's proxy stops its
+# ranks.
+ip netns exec "$VD_NS_A" "$VDRUN" --launch-agent "$AGENT" -H "$A:2,$HB:2" -n 4 \
+	"$PROBE" sleep >/dev/null 2>"$TMP/err" &
+pid=$!
+wait_ranks 5 || fail "link down: the ranks did not start: $(cat "$TMP/err")"
+t0=$(now_ms)
+vd_link down
+wait "$pid"
+rc=$?
+ms=$(($(now_ms) - t0))
+vd_link up
+if [ "$rc" -eq 1 ] && grep -q "host $HB: lost the connection to its proxy" "$TMP/err" &&
+	[ "$ms" -lt 40000 ]; then
+	echo "ok: host B unreachable mid-job: the job ends in $ms ms naming B"
+else
+	fail "link down: exit $rc after $ms ms: $(cat "$TMP/err")"
+fi
+check_nothing_left "link down"
+
 # A connection that does not bring the job's cookie is refused, and the
 # job goes on: this agent knocks with a wrong cookie first.
 cat >"$TMP/knock-agent" <<EOS
@@ -265,6 +286,36 @@ AG=$TMP/knock-agent run -H "$A,$HB" -n 2 "$PROBE" kvs
 [ "$rc" -eq 0 ] && [[ $err == *"refused a connection that did not bring the job's cookie"* ]] &&
 	echo "ok: a connection with a wrong cookie is refused, the job runs" ||
 	fail "wrong cookie: exit $rc: $err"
+# Past the cookie, a proxy's lines are still checked: a fake proxy with
+# the right cookie sends what $TMP/bad holds (or hangs up if nothing);
+# vdrun ends the job naming the host, and does not wait for it.
+cat >"$TMP/fake-agent" <<EOS
+#!/bin/bash
+read -r magic ver idx addr port cookie
+exec 3<>/dev/tcp/\$addr/\$port || exit 1
+echo "hello 1 \$idx \$cookie" >&3
+[ -s "$TMP/bad" ] || exit 0    # nothing to say: hang up
+cat "$TMP/bad" >&3
+cat <&3 >/dev/null
+EOS
+chmod 755 "$TMP/fake-agent"
+bad_proxy() {
+	local what=$1 want=$2
+	printf '%s' "$3" >"$TMP/bad"
+	AG=$TMP/fake-agent run -H "$A,$HB" -n 2 "$PROBE" kvs
+	if [ "$rc" -eq 1 ] && [[ $err == *"host $HB: $want"* ]] && [ "$ms" -lt 10000 ]; then
+		echo "ok: $what: $(grep vdrun: <<<"$err" | head -1)"
+	else
+		fail "$what: exit $rc in $ms ms: $err"
+	fi
+}
+bad_proxy "a proxy reports a rank of another host" "its proxy sent a malformed line" $'exit 0 0\n'
+bad_proxy "a proxy names a rank out of range" "its proxy sent a malformed line" $'pmi 99999 cmd=init\n'
+bad_proxy "a proxy sends an unknown line" "its proxy sent a malformed line" $'hello again\n'
+bad_proxy "a proxy sends an endless line" "its proxy sent a line too long" "$(head -c 9000 /dev/zero | tr '\0' x)"
+bad_proxy "a proxy hangs up with its ranks alive" "lost the connection to its proxy, with 1 rank(s)" ""
+check_nothing_left "fake proxies"
+
 out=$(echo "garbage" | timeout 10 "$VDRUN" --proxy 2>&1)
 [ $? -eq 1 ] && [[ $out == *"no job on stdin"* ]] || fail "vdrun --proxy with garbage on stdin: $out"
 

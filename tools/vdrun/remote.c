@@ -390,6 +390,8 @@ static struct proxy *hello(struct job *job, char *line)
 	return NULL;
 }
 
+static void proxy_lines(struct job *job, struct proxy *p);
+
 static void pending_close(struct pending *pc)
 {
 	close(pc->fd);
@@ -412,7 +414,7 @@ static void pending_read(struct job *job, struct pending *pc)
 			pending_close(pc);
 		return;
 	}
-	if (!(p = hello(job, line)) || pos != pc->in.len) {
+	if (!(p = hello(job, line))) {
 		fprintf(stderr, "vdrun: refused a connection that did not bring the job's cookie\n");
 		return pending_close(pc);
 	}
@@ -420,10 +422,14 @@ static void pending_read(struct job *job, struct pending *pc)
 	p->connected = true;
 	job->nconnected++;
 	pc->fd = -1;
+	/* What came after the hello is the proxy's (HELLO_MAX < its room). */
+	memcpy(p->in.buf, pc->in.buf + pos, pc->in.len - pos);
+	p->in.len = pc->in.len - pos;
 	inbuf_free(&pc->in);
 	tcp_tune(p->fd);
 	if (send_job(job, p) != 0)
-		proxy_lost(job, p, "cannot send the job to its proxy");
+		return proxy_lost(job, p, "cannot send the job to its proxy");
+	proxy_lines(job, p);
 }
 
 static void accept_all(struct job *job)
@@ -498,22 +504,28 @@ static int proxy_line(struct job *job, struct proxy *p, char *line)
 	return 0;
 }
 
+/* Handle the complete lines in the proxy's buffer. */
+static void proxy_lines(struct job *job, struct proxy *p)
+{
+	size_t pos = 0;
+	char *line;
+
+	while (p->fd >= 0 && (line = inbuf_line(&p->in, &pos)))
+		if (proxy_line(job, p, line) != 0)
+			return proxy_lost(job, p, "its proxy sent a malformed line");
+	if (p->fd >= 0)
+		inbuf_consume(&p->in, pos);
+}
+
 static void proxy_read(struct job *job, struct proxy *p)
 {
 	int n;
 
 	while (p->fd >= 0 && (n = inbuf_read(p->fd, &p->in)) != -EAGAIN) {
-		size_t pos = 0;
-		char *line;
-
 		if (n <= 0)
 			return proxy_lost(job, p, n == -E2BIG ? "its proxy sent a line too long" :
 					  "lost the connection to its proxy");
-		while (p->fd >= 0 && (line = inbuf_line(&p->in, &pos)))
-			if (proxy_line(job, p, line) != 0)
-				return proxy_lost(job, p, "its proxy sent a malformed line");
-		if (p->fd >= 0)
-			inbuf_consume(&p->in, pos);
+		proxy_lines(job, p);
 	}
 }
 
@@ -647,6 +659,14 @@ void remote_reaped(struct job *job, pid_t pid, int ws)
 		if (p->agent != pid)
 			continue;
 		p->agent = 0;
+		/* Its proxy may have connected and exited since the last
+		 * look: hear what is queued before judging. */
+		if (!p->connected && !job->stopping) {
+			accept_all(job);
+			for (int k = 0; k < MAX_PENDING; k++)
+				if (job->pending[k].fd >= 0)
+					pending_read(job, &job->pending[k]);
+		}
 		if (p->connected || p->gone)
 			return;
 		if (WIFSIGNALED(ws))
