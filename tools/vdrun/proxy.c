@@ -180,56 +180,99 @@ static int add_arg(struct papp *a, const char *word)
 	return 0;
 }
 
+/* A word of the job, decoded into a new string (a decoded word is never
+ * longer than its encoding), or NULL. */
+static char *decoded(const char *w)
+{
+	size_t len = strlen(w) + 1;
+	char *s = malloc(len);
+
+	if (s && wire_decode(w, s, len) != 0) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+/* job SIZE BIND TAG WDIR STRICT HOST: once, first. */
+static int job_header(char **w)
+{
+	long size, bind, tag, strict;
+	char *host;
+
+	if (P.ranks || !wire_int(w[1], 1, VDRUN_MAX_RANKS, &size) ||
+	    !wire_int(w[2], BIND_DEFAULT, BIND_NONE, &bind) || !wire_int(w[3], 0, 1, &tag) ||
+	    !wire_int(w[5], 0, 1, &strict) || !(P.wdir = decoded(w[4])) || !(host = decoded(w[6])))
+		return -1;
+	snprintf(P.host, sizeof(P.host), "%s", host);
+	free(host);
+	P.size = (int)size, P.bind = (enum bind_mode)bind, P.tag = tag, P.strict = strict;
+	P.ranks = calloc((size_t)P.size, sizeof(*P.ranks));
+	return P.ranks ? 0 : -1;
+}
+
+/* env NAME VALUE */
+static int job_env(char **w)
+{
+	struct envvar *e = &P.env[P.nenv];
+
+	if (P.nenv == PROXY_MAX_ENV)
+		return -1;
+	P.nenv++;       /* counted at once: freed at the end, whole or not */
+	e->name = decoded(w[1]);
+	e->value = decoded(w[2]);
+	return e->name && e->value ? 0 : -1;
+}
+
+/* app A PATH (once per context) or arg A WORD (its argv, in order) */
+static int job_app(char **w)
+{
+	long a;
+	char *v;
+	int rc = -1;
+
+	if (!wire_int(w[1], 0, VDRUN_MAX_APPS - 1, &a) || !(v = decoded(w[2])))
+		return -1;
+	if (strcmp(w[0], "app") == 0 && !P.apps[a].path) {
+		P.apps[a].path = v;
+		return 0;
+	}
+	if (strcmp(w[0], "arg") == 0)
+		rc = add_arg(&P.apps[a], v);
+	free(v);
+	return rc;
+}
+
+/* rank RANK APP INDEX COUNT: one of this host's ranks, of a known app. */
+static int job_rank(char **w)
+{
+	long r, a, index, count;
+
+	if (!P.ranks || P.n == P.size || !wire_int(w[1], 0, P.size - 1, &r) ||
+	    !wire_int(w[2], 0, VDRUN_MAX_APPS - 1, &a) || !wire_int(w[3], 0, P.size - 1, &index) ||
+	    !wire_int(w[4], 1, P.size, &count) || !P.apps[a].path || P.apps[a].argc == 0)
+		return -1;
+	P.ranks[P.n++] = (struct prank){ .rank = (int)r, .fd = -1, .app = (int)a,
+					 .index = (int)index, .count = (int)count };
+	return 0;
+}
+
 /* One line of the job; 1 at "go", 0 for more, -1 if malformed. */
 static int job_line(char *line)
 {
-	char *w[8], dec[VDRUN_HOST_MAX];
+	char *w[8];
 	int n = wire_words(line, w, 8);
-	long a, b, c, d;
-	/* A decoded word is never longer than its encoding. */
-	size_t len = (n > 1 ? strlen(w[n - 1]) : 0) + (n > 2 ? strlen(w[n - 2]) : 0) + 1;
 
 	if (n == 1 && strcmp(w[0], "go") == 0)
-		return P.n > 0 && P.ranks ? 1 : -1;
-	if (n == 7 && !P.ranks && strcmp(w[0], "job") == 0 && (len = strlen(w[4]) + 1) &&
-	    wire_int(w[1], 1, VDRUN_MAX_RANKS, &a) &&
-	    wire_int(w[2], BIND_DEFAULT, BIND_NONE, &b) && wire_int(w[3], 0, 1, &c) &&
-	    wire_int(w[5], 0, 1, &d) && wire_decode(w[6], dec, sizeof(dec)) == 0 &&
-	    (P.wdir = malloc(len)) && wire_decode(w[4], P.wdir, len) == 0) {
-		P.size = (int)a, P.bind = (enum bind_mode)b, P.tag = c, P.strict = d;
-		snprintf(P.host, sizeof(P.host), "%s", dec);
-		P.ranks = calloc((size_t)P.size, sizeof(*P.ranks));
-		return P.ranks ? 0 : -1;
-	}
-	if (n == 3 && strcmp(w[0], "env") == 0 && P.nenv < PROXY_MAX_ENV) {
-		char *name = malloc(len), *val = malloc(len);
-
-		P.env[P.nenv++] = (struct envvar){ .name = name, .value = val };
-		return name && val && wire_decode(w[1], name, len) == 0 &&
-		       wire_decode(w[2], val, len) == 0 ? 0 : -1;
-	}
-	if (n == 3 && (strcmp(w[0], "app") == 0 || strcmp(w[0], "arg") == 0) &&
-	    wire_int(w[1], 0, VDRUN_MAX_APPS - 1, &a)) {
-		char *v = malloc(len);
-		int rc = v && wire_decode(w[2], v, len) == 0 ? 0 : -1;
-
-		if (rc == 0 && w[0][2] == 'p' && !P.apps[a].path)
-			P.apps[a].path = v, v = NULL;
-		else if (rc == 0 && w[0][2] == 'g')
-			rc = add_arg(&P.apps[a], v);
-		else
-			rc = -1;
-		free(v);
-		return rc;
-	}
-	if (n == 5 && strcmp(w[0], "rank") == 0 && P.ranks && P.n < P.size &&
-	    wire_int(w[1], 0, P.size - 1, &a) && wire_int(w[2], 0, VDRUN_MAX_APPS - 1, &b) &&
-	    wire_int(w[3], 0, P.size - 1, &c) && wire_int(w[4], 1, P.size, &d) &&
-	    P.apps[b].path && P.apps[b].argc > 0) {
-		P.ranks[P.n++] = (struct prank){ .rank = (int)a, .fd = -1, .app = (int)b,
-						 .index = (int)c, .count = (int)d };
-		return 0;
-	}
+		return P.n > 0 ? 1 : -1;
+	if (n == 7 && strcmp(w[0], "job") == 0)
+		return job_header(w);
+	if (n == 3 && strcmp(w[0], "env") == 0)
+		return job_env(w);
+	if (n == 3 && (strcmp(w[0], "app") == 0 || strcmp(w[0], "arg") == 0))
+		return job_app(w);
+	if (n == 5 && strcmp(w[0], "rank") == 0)
+		return job_rank(w);
 	return -1;
 }
 
