@@ -251,26 +251,41 @@ for sig in TERM KILL; do
 	echo "ok: vdrun ended by SIG$sig (exit $rc): nothing left on either host after $(($(now_ms) - t0)) ms"
 done
 
-# Host B drops off the network mid-job (no FIN, no RST): TCP keepalive
-# tells both sides within about 20 s; vdrun names B, B's proxy stops its
-# ranks.
-ip netns exec "$VD_NS_A" "$VDRUN" --launch-agent "$AGENT" -H "$A:2,$HB:2" -n 4 \
-	"$PROBE" sleep >/dev/null 2>"$TMP/err" &
-pid=$!
-wait_ranks 5 || fail "link down: the ranks did not start: $(cat "$TMP/err")"
-t0=$(now_ms)
-vd_link down
-wait "$pid"
-rc=$?
-ms=$(($(now_ms) - t0))
-vd_link up
-if [ "$rc" -eq 1 ] && grep -q "host $HB: lost the connection to its proxy" "$TMP/err" &&
-	[ "$ms" -lt 40000 ]; then
-	echo "ok: host B unreachable mid-job: the job ends in $ms ms naming B"
-else
-	fail "link down: exit $rc after $ms ms: $(cat "$TMP/err")"
-fi
-check_nothing_left "link down"
+# Host B drops off the network mid-job (no FIN, no RST): both sides learn
+# it within about 20 s, whether the link was idle (TCP keepalive) or data
+# was in flight (TCP_USER_TIMEOUT; retransmissions alone take 15 min).
+# vdrun names B, B's proxy stops its ranks.
+# link_down WHAT NPROCS vdrun-args...: NPROCS of ours (probes, proxies) run
+# before the cut.
+link_down() {
+	local what=$1 nprocs=$2
+	shift 2
+	ip netns exec "$VD_NS_A" timeout -k 2 60 "$VDRUN" --launch-agent "$AGENT" "$@" \
+		>/dev/null 2>"$TMP/err" &
+	pid=$!
+	wait_ranks "$nprocs" || fail "$what: the ranks did not start: $(cat "$TMP/err")"
+	sleep 0.5
+	t0=$(now_ms)
+	vd_link down
+	wait "$pid"
+	rc=$?
+	ms=$(($(now_ms) - t0))
+	vd_link up
+	if [ "$rc" -eq 1 ] && grep -q "host $HB: lost the connection to its proxy" "$TMP/err" &&
+		[ "$ms" -lt 45000 ]; then
+		echo "ok: $what: the job ends in $ms ms naming B"
+	else
+		fail "$what: exit $rc after $ms ms: $(cat "$TMP/err")"
+	fi
+	check_nothing_left "$what"
+}
+link_down "host B unreachable, the link idle" 5 -H "$A:2,$HB:2" -n 4 "$PROBE" sleep
+# Rank 1 on B asks for PMI's limits in a loop: replies are always in flight.
+link_down "host B unreachable, PMI traffic in flight" 2 -H "$A,$HB" -n 1 "$PROBE" sleep : \
+	-n 1 bash -c 'echo "cmd=init pmi_version=1 pmi_subversion=1" >&"$PMI_FD"
+		read -r _ <&"$PMI_FD"
+		while echo cmd=get_maxes >&"$PMI_FD" && read -r _ <&"$PMI_FD"; do :; done
+		exec "$0" sleep' "$PROBE"
 
 # A connection that does not bring the job's cookie is refused, and the
 # job goes on: this agent knocks with a wrong cookie first.

@@ -256,11 +256,15 @@ bool cookie_equal(const char *a, const char *b)
 }
 
 /* A host that vanishes (powered off, cable pulled) sends no FIN: TCP
- * keepalive notices it in about 20 s, instead of never. */
+ * keepalive notices it in about 20 s, instead of never.  Keepalive is
+ * silent while sent data waits for its ACK (retransmissions would go on
+ * for 15 minutes): TCP_USER_TIMEOUT bounds that wait too. */
 void tcp_tune(int fd)
 {
 	int on = 1, idle = 10, intvl = 5, cnt = 2;
+	unsigned int user_timeout_ms = 20000;
 
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
