@@ -141,6 +141,8 @@ placement "--map-by node" ABAB -H "$A:2,$HB:2" --map-by node -n 4
 placement "--map-by node, uneven slots" ABBB -H "$A:1,$HB:3" --map-by node -n 4
 placement "-H without slots: one each" AB -H "$A,$HB" -n 2
 placement "-ppn 1" AB -H "$A:4,$HB:4" -ppn 1 -n 2
+placement "no -n: one rank per slot" ABB -H "$A:1,$HB:2"
+placement "no -n, -ppn 2: two per host" AABB -H "$A,$HB" -ppn 2
 placement "--oversubscribe wraps around" ABAB --host "$A,$HB" --oversubscribe -n 4
 
 printf '# Open MPI format\n\n%s slots=1   # first\n%s slots=3\n' "$A" "$HB" >"$TMP/hosts.ompi"
@@ -360,6 +362,7 @@ expect_usage "empty hostfile" "no hosts in it" -f "$TMP/hosts.empty" -n 1 true
 expect_usage "-x of an unset variable" "VDH_UNSET is not set here" -x VDH_UNSET -n 1 true
 expect_usage "-x bad name" "'1X' is not a variable name" -x 1X=2 -n 1 true
 expect_usage "-genv without value" "-genv VDH needs a value" -n 1 -genv VDH
+expect_usage "no -n in MPMD" "context 2: the number of ranks is missing" -H "$A,$HB" -n 1 true : true
 expect_usage "-ppn 0" "-ppn: '0' is not a number" -ppn 0 -n 1 true
 expect_usage "-wdir twice" "-wdir given twice" -wdir /a -wdir /b -n 1 true
 expect_usage "--tag-output with a value" "unknown option '--tag-output=yes'" --tag-output=yes -n 1 true

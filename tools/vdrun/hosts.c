@@ -249,17 +249,33 @@ static void check_slots(const struct opts *o)
 			    "slots, or allow it with --oversubscribe", o->n, total, o->nhosts);
 }
 
+/* Without -n, a job of one context has a rank per slot, as with mpirun. */
+static void ranks_from_slots(struct opts *o)
+{
+	long total = 0;
+
+	for (int h = 0; h < o->nhosts; h++)
+		total += slots_of(o, h);
+	if (total > VDRUN_MAX_RANKS)
+		usage_error("%ld slots, more than %d ranks: give -n", total, VDRUN_MAX_RANKS);
+	o->n = o->apps[0].n = (int)total;
+}
+
 void hosts_setup(struct opts *o)
 {
 	o->hosts = calloc(VDRUN_MAX_HOSTS, sizeof(*o->hosts));
-	o->host_of = calloc((size_t)o->n, sizeof(*o->host_of));
-	if (!o->hosts || !o->host_of)
+	if (!o->hosts)
 		usage_error("out of memory");
 	if (o->host_arg)
 		parse_host_arg(o, o->host_arg);
 	if (o->hostfile)
 		parse_hostfile(o, o->hostfile);
 	o->have_hosts = o->nhosts > 0;
+	if (o->n == 0)
+		ranks_from_slots(o);
+	o->host_of = calloc((size_t)o->n, sizeof(*o->host_of));
+	if (!o->host_of)
+		usage_error("out of memory");
 	if (!o->have_hosts) {   /* this machine, as many ranks as asked */
 		snprintf(o->hosts[0].name, VDRUN_HOST_MAX, "localhost");
 		o->hosts[0].slots = o->ppn ? o->ppn : o->n;

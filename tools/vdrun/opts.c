@@ -29,7 +29,8 @@ void usage(FILE *f)
 	fputs("usage: vdrun [options] -n N program [args...]\n"
 	      "       vdrun [options] -n N program [args...] : -n M program2 [args...] ...\n"
 	      "Ranks:\n"
-	      "  -n, -np N             start N ranks (1 to 4096 in the whole job)\n"
+	      "  -n, -np N             start N ranks (1 to 4096 in the whole job); without\n"
+	      "                        it, a job of one context with hosts has one a slot\n"
 	      "  :                     separates application contexts (MPMD): each has its\n"
 	      "                        own -n and program, ranks are numbered in order,\n"
 	      "                        MPI_COMM_WORLD spans them all\n"
@@ -319,8 +320,6 @@ static int parse_app(int argc, char **argv, int start, struct opts *o)
 		sub[ac++] = argv[i];
 	prog = start + parse_options(ac, sub, o, app) - 1;
 	free(sub);
-	if (app->n == 0)
-		usage_error("context %d: the number of ranks is missing (-n N)", o->napps + 1);
 	if (prog >= end)
 		usage_error("context %d: the program to run is missing", o->napps + 1);
 	if (end < argc && end + 1 == argc)
@@ -376,6 +375,9 @@ void parse_args(int argc, char **argv, struct opts *o)
 		i = parse_app(argc, argv, i, o);
 	if (o->napps == 0)
 		usage_error("the number of ranks is missing (-n N)");
+	for (int a = 0; a < o->napps; a++)      /* one context may take the slots */
+		if (o->apps[a].n == 0 && (o->napps > 1 || (!o->host_arg && !o->hostfile)))
+			usage_error("context %d: the number of ranks is missing (-n N)", a + 1);
 	if (!o->agent)
 		o->agent = getenv("VIADUCT_RSH");
 	if (!o->agent || !*o->agent)
