@@ -227,6 +227,14 @@ chmod 755 "$TMP/hang-agent"
 VIADUCT_VDRUN_TIMEOUT=2 AG=$TMP/hang-agent expect_failure "a host that never connects" 1 \
 	"host $HB: its proxy did not connect within 2 s" -H "$A,$HB" -n 2 "$PROBE" kvs
 pgrep -f "$TMP/hang-agent" >/dev/null && fail "the hanging agent was left running"
+# The proxy starts on B but cannot reach vdrun (no network where it runs):
+# it says so, and vdrun names the host.
+printf '#!/bin/sh\nshift\nexec unshare -n "$@"\n' >"$TMP/isolated-agent"
+chmod 755 "$TMP/isolated-agent"
+AG=$TMP/isolated-agent expect_failure "a proxy that cannot connect back" 1 \
+	"vdrun proxy on $HB: cannot connect back to vdrun at $A port" -H "$A,$HB" -n 2 "$PROBE" kvs
+[[ $err == *"host $HB: the launch agent"*"exited (status 1)"* ]] ||
+	fail "a proxy that cannot connect back: vdrun does not name the host: $err"
 
 # vdrun stopped (SIGTERM) or killed (SIGKILL) while ranks run on both hosts.
 # wait_ranks N: until N ranks of ours run (at most 10 s).
@@ -293,10 +301,9 @@ link_down "host B unreachable, PMI traffic in flight" 2 -H "$A,$HB" -n 1 "$PROBE
 # job goes on: this agent knocks with a wrong cookie first.
 cat >"$TMP/knock-agent" <<EOS
 #!/bin/bash
-read -r magic ver idx addr port cookie
+read -r magic ver idx host addr port cookie timeout
 exec 3<>/dev/tcp/\$addr/\$port && echo "hello 1 \$idx 0123456789abcdef0123456789abcdef" >&3
-printf '%s %s %s %s %s %s\n' "\$magic" "\$ver" "\$idx" "\$addr" "\$port" "\$cookie" |
-	"$AGENT" "\$@"
+echo "\$magic \$ver \$idx \$host \$addr \$port \$cookie \$timeout" | "$AGENT" "\$@"
 EOS
 chmod 755 "$TMP/knock-agent"
 AG=$TMP/knock-agent run -H "$A,$HB" -n 2 "$PROBE" kvs
@@ -308,7 +315,7 @@ AG=$TMP/knock-agent run -H "$A,$HB" -n 2 "$PROBE" kvs
 # vdrun ends the job naming the host, and does not wait for it.
 cat >"$TMP/fake-agent" <<EOS
 #!/bin/bash
-read -r magic ver idx addr port cookie
+read -r magic ver idx host addr port cookie timeout
 exec 3<>/dev/tcp/\$addr/\$port || exit 1
 echo "hello 1 \$idx \$cookie" >&3
 [ -s "$TMP/bad" ] || exit 0    # nothing to say: hang up

@@ -137,33 +137,37 @@ static int connect_timed(const char *addr, const char *port, int timeout_ms)
 	return fd >= 0 ? fd : err;
 }
 
-/* "vdrun-proxy 1 HOST-INDEX ADDR PORT COOKIE" on stdin, then connect
- * and say hello.  The fd, or -1 (said why). */
-static int bootstrap(long timeout_s)
+/* "vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT" on stdin, then
+ * connect and say hello.  The fd, or -1 (said why).  The connection gets
+ * two thirds of vdrun's time, so that our reason is heard before vdrun
+ * gives up on this host. */
+static int bootstrap(long *timeout_s)
 {
-	char line[512], *w[7];
-	long h, port;
+	char line[2048], *w[9];
+	long h, port, t;
 	int fd, null;
 
-	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)timeout_s * 1000) != 0 ||
-	    wire_words(line, w, 7) != 6 || strcmp(w[0], "vdrun-proxy") != 0 ||
+	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) != 0 ||
+	    wire_words(line, w, 9) != 8 || strcmp(w[0], "vdrun-proxy") != 0 ||
 	    strcmp(w[1], "1") != 0 || !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
-	    !wire_int(w[4], 1, 65535, &port) || strlen(w[5]) != 32) {
+	    wire_decode(w[3], P.host, sizeof(P.host)) != 0 || !wire_int(w[5], 1, 65535, &port) ||
+	    strlen(w[6]) != 32 || !wire_int(w[7], 1, 86400, &t)) {
 		say("no job on stdin (vdrun --proxy is started by vdrun)");
 		return -1;
 	}
+	*timeout_s = t;
 	null = open("/dev/null", O_RDONLY);     /* the ranks' stdin */
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);
 		close(null);
 	}
-	fd = connect_timed(w[3], w[4], (int)timeout_s * 1000);
+	fd = connect_timed(w[4], w[5], (int)(t * 2000 / 3));
 	if (fd < 0) {
-		say("cannot connect to vdrun at %s port %s: %s", w[3], w[4], strerror(-fd));
+		say("cannot connect back to vdrun at %s port %s: %s", w[4], w[5], strerror(-fd));
 		return -1;
 	}
 	tcp_tune(fd);
-	outbuf_add(&P.out, "hello 1 %ld %s\n", h, w[5]);
+	outbuf_add(&P.out, "hello 1 %ld %s\n", h, w[6]);
 	return fd;
 }
 
@@ -581,7 +585,7 @@ int proxy_main(void)
 		timeout_s = CONNECT_TIMEOUT_S;
 	if (inbuf_init(&P.in, JOB_LINE_MAX) != 0 || setup_signals() < 0)
 		return 1;
-	if ((P.fd = bootstrap(timeout_s)) < 0)
+	if ((P.fd = bootstrap(&timeout_s)) < 0)
 		return 1;
 	if ((err = receive_job(timeout_s)) != 0) {
 		say("no job from vdrun: %s", strerror(-err));

@@ -13,6 +13,8 @@
  * reports of its ranks' deaths.  The key-value space, the barriers and
  * job control stay here.
  *
+ *   on the proxy's stdin: vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT
+ *
  *   vdrun -> proxy                      proxy -> vdrun
  *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE
  *   env NAME VALUE                      pmi RANK LINE
@@ -171,8 +173,8 @@ static void agent_child(const struct job *job, char **av, int in)
 static int start_agent(struct job *job, struct proxy *p, const char *self, int port)
 {
 	const char *host = job->opts->hosts[p->host].name;
-	char addr[VDRUN_HOST_MAX], words[PATH_MAX], *av[AGENT_MAX_WORDS], line[512];
-	char bare[VDRUN_HOST_MAX];
+	char addr[VDRUN_HOST_MAX], words[PATH_MAX], *av[AGENT_MAX_WORDS], line[2048];
+	char bare[VDRUN_HOST_MAX], name[3 * VDRUN_HOST_MAX];
 	int in[2];
 
 	/* ssh takes an IPv6 address without its brackets. */
@@ -195,7 +197,9 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 	close(in[0]);
 	/* One short line: a pipe takes it whole, the agent reads it later.
 	 * If the agent is gone already (EPIPE), its exit says why. */
-	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %d %s\n", p->host, addr, port, job->cookie);
+	wire_encode(host, name, sizeof(name));
+	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %s %d %s %ld\n", p->host, name, addr, port,
+		 job->cookie, job->connect_timeout_s);
 	if (write(in[1], line, strlen(line)) < 0 && errno != EPIPE)
 		fprintf(stderr, "vdrun: host %s: cannot write to the launch agent: %s\n", host,
 			strerror(errno));
