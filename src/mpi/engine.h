@@ -113,6 +113,7 @@ int vd_place_init(void);
 enum vd_transport vd_place_via(int rank);
 int vd_place_node(int rank);            /* node number, 0 in a job of one */
 int vd_place_local_ranks(void);         /* ranks on this node, this one too */
+uint64_t vd_place_nonce(void);          /* the job's random number (rank 0's) */
 bool vd_place_uses(enum vd_transport t);
 bool vd_place_job_net(void);
 int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic);

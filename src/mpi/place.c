@@ -39,6 +39,7 @@ static struct {
 	unsigned alen[VD_T_N];          /* host address bytes */
 	uint8_t local[VD_T_N][ADDR_MAX];
 	uint8_t (*addr)[ADDR_MAX];      /* by world rank: ofi addresses */
+	uint64_t nonce;                 /* rank 0's random number for this job */
 } P;
 
 /* boot id + network namespace inode: differs between hosts and between
@@ -105,11 +106,20 @@ static int number_nodes(const char *mine)
 	return err;
 }
 
-/* Rank 0: the map, MAP_CHUNK ranks per key. */
+/* Rank 0: the map, MAP_CHUNK ranks per key, and the job's nonce: two
+ * launchers may give two jobs the same name (Slurm's JOBID.STEPID in two
+ * clusters, a launcher's pid in two containers), and the ranks of one
+ * must never connect to those of the other. */
 static int put_map(void)
 {
 	char key[32], val[MAP_CHUNK * MAP_DIGITS + 1];
 	int err = 0;
+
+	if (getrandom(&P.nonce, sizeof(P.nonce), 0) != (ssize_t)sizeof(P.nonce))
+		return -EIO;
+	snprintf(val, sizeof(val), "%016llx", (unsigned long long)P.nonce);
+	if ((err = vd_pmi_put("vd-job-nonce", val)))
+		return err;
 
 	for (int c = 0; c * MAP_CHUNK < vd_mpi.size && !err; c++) {
 		int n = 0;
@@ -121,14 +131,22 @@ static int put_map(void)
 	return err;
 }
 
-/* Every rank but 0: the map, validated (it comes through the launcher). */
+/* Every rank but 0: the nonce and the map, validated (they come
+ * through the launcher). */
 static int get_map(void)
 {
 	char key[32], val[MAP_CHUNK * MAP_DIGITS + 16];
+	unsigned long long nonce;
+	int err;
+
+	if ((err = vd_pmi_get_from(0, "vd-job-nonce", val, sizeof(val))))
+		return err;
+	if (strlen(val) != 16 || sscanf(val, "%16llx", &nonce) != 1)
+		return -EPROTO;
+	P.nonce = nonce;
 
 	for (int c = 0; c * MAP_CHUNK < vd_mpi.size; c++) {
 		int first = c * MAP_CHUNK, n = vd_mpi.size - first;
-		int err;
 		if (n > MAP_CHUNK)
 			n = MAP_CHUNK;
 		snprintf(key, sizeof(key), "vd-nodes-%d", c);
@@ -235,6 +253,11 @@ int vd_place_init(void)
 enum vd_transport vd_place_via(int rank)
 {
 	return P.via ? P.via[rank] : VD_T_SHM;
+}
+
+uint64_t vd_place_nonce(void)
+{
+	return P.nonce;
 }
 
 int vd_place_local_ranks(void)

@@ -175,7 +175,7 @@ static VIP_NET_ADDRESS *make_addr(uint8_t *room, enum vd_transport k, int host_r
 				  int from, int to)
 {
 	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
-	uint64_t job = fnv64(vd_mpi.jobid);
+	uint64_t job = fnv64(vd_mpi.jobid) ^ vd_place_nonce();
 	int32_t f = from, t = to;
 	unsigned alen;
 	const uint8_t *host = vd_place_host(k, host_rank, &alen);
