@@ -444,9 +444,8 @@ context run hosts "$NS_A $IP_A <-> $NS_B $IP_B, veth, own net+uts+ipc namespaces
 # The build tree may hold work not yet committed: say so.
 command -v git >/dev/null && context run viaduct_commit "$(git -C "$HERE" describe --always --dirty 2>/dev/null)"
 want viaduct && context run viaduct_libs "copied from $BUILD/src at $(date -u +%H:%M:%S), built $(stat -c %y "$BUILD/src/mpi/libviaduct_mpi.so.0" | cut -c1-19)"
-for c in mpirun.openmpi mpiexec.hydra; do
-	command -v $c >/dev/null && context run "$c" "$($c --version 2>&1 | grep -m1 -E 'Open MPI|Version')"
-done
+command -v dpkg-query >/dev/null &&
+	context run packages "$(dpkg-query -W -f '${Package} ${Version}, ' openmpi-bin mpich libucx0 libfabric1 2>/dev/null | sed 's/, $//')"
 LOAD=$(cut -d' ' -f1 /proc/loadavg)
 if awk -v l="$LOAD" 'BEGIN { exit !(l > 0.5) }'; then
 	note "load average is $LOAD: other work competes for the 2 cores; figures will scatter"
@@ -473,7 +472,7 @@ tcp_floor() {
 		awk '$1 == "latency" { printf "latency,tcp,%s,half_rtt_us,%.3f\n", $2, $3 / 1000 }
 		     $1 == "bandwidth" { printf "bw,tcp,%s,mb_per_s,%s\n", $2, $3 }' "$log" >>"$CSV"
 		echo
-		echo "# raw TCP (tcp_floor, busy-polled recv), round $1:" $(tr '\n' ' ' <"$log")
+		echo "# raw TCP (tcp_floor, busy-polled recv), round $1: $(tr '\n' ' ' <"$log")"
 	else
 		note "FAILED: tcp_floor (log $log)"
 		FAILED=1

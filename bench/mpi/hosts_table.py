@@ -2,17 +2,21 @@
 # SPDX-License-Identifier: MIT
 """Tables of the MPI benchmark across two hosts (bench/mpi/hosts.sh).
 
-    /usr/bin/python3 bench/mpi/hosts_table.py [--markdown] mpi-hosts.csv
+    /usr/bin/python3 bench/mpi/hosts_table.py [--markdown] [--sizes LIST] [--best] mpi-hosts.csv
 
 One table per test: viaduct, Open MPI, MPICH and the raw TCP floor where
 it measured the same thing (latency at 0 B (1 B for TCP), 4 B and 1 KiB;
 one-way bandwidth at 64 KiB, 1 MiB and 4 MiB), then viaduct / the better
 of Open MPI and MPICH (latency: > 1 is slower; bandwidth: < 1 is slower)
 and a mark where viaduct misses, i.e. is more than 10 % worse than the
-better peer.  Where a size was measured in several rounds, the median.
+better peer.  Where a size was measured in several rounds, the median
+(--best: the best round, which other work on the machine can only have
+slowed down).
 Standard library only.
 """
 import argparse
+import csv
+import math
 import os
 import sys
 
@@ -32,13 +36,15 @@ TESTS = (
 )
 
 
-def table(data, test, markdown):
+def table(data, test, markdown, only=None):
     section, suffix, metric, title, unit, lower, with_tcp = test
     vd = data.get((section, "viaduct" + suffix, metric), {})
     peers = [(k, n, data.get((section, k + suffix, metric), {})) for k, n in PEERS]
     peers = [p for p in peers if p[2]]
     tcp = data.get((section, "tcp", metric), {}) if with_tcp else {}
     sizes = sorted(set(vd).union(*[p[2].keys() for p in peers]))
+    if only:
+        sizes = [s for s in sizes if s in only]
     if not sizes:
         return
     cols = [("size", 8)]
@@ -85,22 +91,51 @@ def table(data, test, markdown):
         print_table(title, cols, rows)
 
 
+def load_best(path):
+    """As plotlib.load's data, but the best round per size: the lowest
+    figure for times, the highest for rates (bandwidth)."""
+    best = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["section"] == "context":
+                continue
+            try:
+                x, v = int(row["x"]), float(row["value"])
+            except ValueError:
+                continue
+            if math.isnan(v):
+                continue
+            key = (row["section"], row["case"], row["metric"])
+            old = best.setdefault(key, {}).get(x)
+            higher = row["metric"].startswith("mb_per_s")
+            if old is None or (v > old if higher else v < old):
+                best[key][x] = v
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv", help="written by bench/mpi/hosts.sh")
     ap.add_argument("--markdown", action="store_true", help="Markdown tables")
+    ap.add_argument("--sizes", help="comma-separated sizes in bytes to show (default: all)")
+    ap.add_argument("--best", action="store_true",
+                    help="the best round per size instead of the median")
     args = ap.parse_args()
     data, context = load(args.csv, "hosts_table.py")
-    print("MPI across two hosts: %s; %s; %s" % (
+    if args.best:
+        data = load_best(args.csv)
+    print("MPI across two hosts: %s; %s; %s; %s" % (
         context_text(context, "run", "hosts"), context_text(context, "run", "date"),
-        context_text(context, "run", "mode")))
+        context_text(context, "run", "mode"),
+        "best round per size" if args.best else "median of the rounds per size"))
     if not args.markdown:
         print("(vd/best = viaduct / the better of Open MPI and MPICH; MISS: viaduct more "
               "than 10 % worse; raw TCP: tcp_floor, 1 B for 0 B)\n")
     else:
         print()
     for test in TESTS:
-        table(data, test, args.markdown)
+        table(data, test, args.markdown,
+              {int(x) for x in args.sizes.split(",")} if args.sizes else None)
     failed = [(case, v) for (case, m), vals in context.items() if m == "failed" for v in vals]
     for case, v in failed:
         print("FAILED: %s: %s" % (case, v))
