@@ -74,7 +74,7 @@ wait $spid 2>/dev/null
 # 4. a peer that dies; a link that goes down -- once the two are
 # connected (a loaded machine may take seconds to start a process).
 connected() {
-	for _ in $(seq 200); do
+	for _ in $(seq 400); do
 		grep -q '^connected$' "$log" && return 0
 		sleep 0.1
 	done
@@ -85,15 +85,15 @@ spid=$!
 sleep 0.3
 vd_in B timeout 60 "$T/ofi_netpair" hold "$VD_IP_A" lv >/dev/null 2>&1 &
 cpid=$!
-connected
+connected || fail "peer death: the two never connected: $(cat "$log")"
 sleep 1
 pkill -9 -f "ofi_netpair hold $VD_IP_A lv"     # the process, not its wrapper
 wait $spid
 rc=$?
 # Killed 1 s after it connected and said hello: within 1 s of that,
-# plus slack for a loaded machine.
+# plus slack for a loaded machine (under TSan in CI: up to 1.8 s seen).
 ms=$(sed -n 's/^broken after \([0-9]*\) ms$/\1/p' "$log")
-if [ $rc -eq 0 ] && [ -n "$ms" ] && [ "$ms" -lt 3000 ]; then
+if [ $rc -eq 0 ] && [ -n "$ms" ] && [ "$ms" -lt 4000 ]; then
 	echo "ok   peer death: $(grep "broken after" "$log") (killed at about 1000 ms)"
 else
 	fail "peer death not seen: $(cat "$log")"
@@ -105,14 +105,16 @@ spid=$!
 sleep 0.3
 vd_in B env VIADUCT_OFI_TIMEOUT_MS=2000 timeout 60 "$T/ofi_netpair" hold "$VD_IP_A" ld >/dev/null 2>&1 &
 cpid=$!
-connected
+connected || fail "link down: the two never connected: $(cat "$log")"
 sleep 1
 vd_link down
 wait $spid
 rc=$?
 vd_link up
 ms=$(sed -n 's/^broken after \([0-9]*\) ms$/\1/p' "$log")
-if [ $rc -eq 0 ] && [ -n "$ms" ] && [ "$ms" -lt 5000 ]; then
+# Down at 1 s, silent for the 2 s timeout, a keepalive pass (250 ms):
+# about 3.3 s; up to 3.2 s seen under TSan in CI, so 7 s of slack.
+if [ $rc -eq 0 ] && [ -n "$ms" ] && [ "$ms" -lt 7000 ]; then
 	echo "ok   link down: $(grep "broken after" "$log") (down at about 1000 ms, timeout 2000 ms)"
 else
 	fail "link down not seen: $(cat "$log")"

@@ -175,6 +175,29 @@ static int server(const char *disc)
 	return 0;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Connect within 60 s.  The server may not listen yet -- a loaded
+ * machine takes seconds to start a process -- and nobody there is
+ * VIP_NO_MATCH at once: try again. */
+static VIP_RETURN connect_retry(struct side *s, VIP_NET_ADDRESS *l, VIP_NET_ADDRESS *r,
+				VIP_VI_ATTRIBUTES *ra)
+{
+	uint64_t give_up = now_ms() + 60000;
+	VIP_RETURN rc;
+
+	while ((rc = VipConnectRequest(s->vi, l, r, 60000, ra)) == VIP_NO_MATCH &&
+	       now_ms() < give_up)
+		usleep(100000);
+	return rc;
+}
+
 static int client(const char *host, const char *disc)
 {
 	struct side s;
@@ -187,7 +210,7 @@ static int client(const char *host, const char *disc)
 	setup(&s);
 	l = addr(&s, "localhost", "client");
 	r = addr(&s, host, disc);
-	OK(VipConnectRequest(s.vi, l, r, 60000, &ra));
+	OK(connect_retry(&s, l, r, &ra));
 	for (unsigned i = 0; i < NSIZES; i++) {
 		fill(s.buf, sizes[i], i);
 		OK(VipPostRecv(s.vi, desc(&s, 0, VIP_CONTROL_OP_SENDRECV, s.buf + BUF / 2, 64), s.dh));
@@ -243,14 +266,6 @@ static int client(const char *host, const char *disc)
 	return 0;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Connecting must fail within timeout_ms (e.g. without the job key). */
 static int probe(const char *host, const char *disc, unsigned timeout_ms)
 {
@@ -299,8 +314,7 @@ static int hold(const char *host, const char *disc)
 	VIP_VI_ATTRIBUTES ra;
 
 	setup(&s);
-	OK(VipConnectRequest(s.vi, addr(&s, "localhost", "hold"), addr(&s, host, disc),
-			     60000, &ra));
+	OK(connect_retry(&s, addr(&s, "localhost", "hold"), addr(&s, host, disc), &ra));
 	send_wait(&s, desc(&s, 1, VIP_CONTROL_OP_SENDRECV, s.buf, 8), 0);
 	for (;;)
 		pause();
