@@ -48,7 +48,14 @@
 #define BIGMSG (256u * 1024)
 #define MIDMSG (128u * 1024)
 #define NRECV 4
+/* A death is seen within 1 s -- 2.5 s in a sanitizer build, whose
+ * service threads run several times slower (over ofi under TSan in CI,
+ * 1.16 s was seen on a loaded machine). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define LIMIT_US 2500000ull
+#else
 #define LIMIT_US 1000000ull
+#endif
 
 enum kind { KA, KB, KC, KD, KE, KF, KG, KH, KI, NKINDS };
 
@@ -285,8 +292,8 @@ static void check_elapsed(struct surv *s, const char *call)
 		FAILF("%s returned before the peer was killed", call);
 	printf("  %s returned %.1f ms after the fault\n", call, (t - t0) / 1000.0);
 	if (t - t0 > LIMIT_US)
-		FAILF("%s took %.1f ms after the fault (limit 1000)", call,
-		      (t - t0) / 1000.0);
+		FAILF("%s took %.1f ms after the fault (limit %llu)", call,
+		      (t - t0) / 1000.0, LIMIT_US / 1000);
 }
 
 /* ---- victim ---------------------------------------------------------------- */
