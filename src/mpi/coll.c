@@ -191,8 +191,8 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 /* Checks shared by the reductions: buffers, type, op.  sbuf (or, in
  * place, rbuf) holds count elements; rbuf receives rcount of them at this
  * rank, rcount -1: rbuf is not used here (Reduce off the root). */
-static int check_reduce(const void *sbuf, const void *rbuf, int count, int rcount,
-			MPI_Datatype dt, MPI_Op op, struct vd_dtype **t)
+int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcount,
+			 MPI_Datatype dt, MPI_Op op, struct vd_dtype **t)
 {
 	int err = vd_coll_check_buf(sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, dt, t);
 
@@ -232,7 +232,7 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 	else if (r->rooted && sendbuf == MPI_IN_PLACE && c->rank != root)
 		err = MPI_ERR_BUFFER;
 	else
-		err = check_reduce(sendbuf, recvbuf, count,
+		err = vd_coll_check_reduce(sendbuf, recvbuf, count,
 				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
 	if (err || count == 0)
 		return vd_mpi_raise(comm, err, r->fn);
@@ -558,7 +558,7 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 	}
 	if (sum > INT_MAX)
 		return MPI_ERR_COUNT;
-	err = check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
+	err = vd_coll_check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
 	if (err || sum == 0)
 		return err;
 	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,

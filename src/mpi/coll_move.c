@@ -400,7 +400,7 @@ static int check_vec(struct vd_coll_side *s, int n)
 	return !s->buf && data && s->t->size > 0 ? MPI_ERR_BUFFER : MPI_SUCCESS;
 }
 
-static int check_side(struct vd_coll_side *s, int n)
+int vd_coll_check_side(struct vd_coll_side *s, int n)
 {
 	return s->vec ? check_vec(s, n) : vd_coll_check_buf(s->buf, s->count, s->dt, &s->t);
 }
@@ -413,15 +413,15 @@ static bool aliased(const struct vd_coll_side *L, const struct vd_coll_side *V)
 
 /* Gather(v) and Scatter(v): V, the root's pieces, is checked at the root
  * only; L, every rank's own buffer, may be MPI_IN_PLACE at the root only. */
-static int rooted_args(struct vd_coll_side *V, struct vd_coll_side *L, int root,
-		       const struct vd_comm *c)
+int vd_coll_rooted_args(struct vd_coll_side *V, struct vd_coll_side *L, int root,
+			const struct vd_comm *c)
 {
 	int err;
 
 	if (root < 0 || root >= c->size)
 		return MPI_ERR_ROOT;
 	if (c->rank == root) {
-		if ((err = check_side(V, c->size)))
+		if ((err = vd_coll_check_side(V, c->size)))
 			return err;
 		if (aliased(L, V))
 			return MPI_ERR_BUFFER;
@@ -436,24 +436,24 @@ static int rooted_args(struct vd_coll_side *V, struct vd_coll_side *L, int root,
 static int gather_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
 		       const struct vd_comm *c)
 {
-	return rooted_args(R, S, root, c);
+	return vd_coll_rooted_args(R, S, root, c);
 }
 
 static int scatter_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
 			const struct vd_comm *c)
 {
-	return rooted_args(S, R, root, c);
+	return vd_coll_rooted_args(S, R, root, c);
 }
 
 /* Allgather(v) and Alltoall(v): the send side may be MPI_IN_PLACE. */
-static int all_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
-		    const struct vd_comm *c)
+int vd_coll_all_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+		     const struct vd_comm *c)
 {
-	int err = check_side(R, c->size);
+	int err = vd_coll_check_side(R, c->size);
 
 	(void)root;
 	if (!err && S->buf != MPI_IN_PLACE)
-		err = check_side(S, c->size);
+		err = vd_coll_check_side(S, c->size);
 	if (!err && aliased(S, R))
 		err = MPI_ERR_BUFFER;
 	return err;
@@ -542,7 +542,7 @@ int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[
 int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-	static const struct move_coll m = { "MPI_Allgather", all_args, allgather };
+	static const struct move_coll m = { "MPI_Allgather", vd_coll_all_args, allgather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
@@ -553,7 +553,7 @@ int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		   void *recvbuf, const int recvcounts[], const int displs[],
 		   MPI_Datatype recvtype, MPI_Comm comm)
 {
-	static const struct move_coll m = { "MPI_Allgatherv", all_args, allgather };
+	static const struct move_coll m = { "MPI_Allgatherv", vd_coll_all_args, allgather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			vector(recvbuf, recvcounts, displs, recvtype), 0, comm);
@@ -563,7 +563,7 @@ int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-	static const struct move_coll m = { "MPI_Alltoall", all_args, alltoall };
+	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
@@ -574,7 +574,7 @@ int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
 		  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-	static const struct move_coll m = { "MPI_Alltoallv", all_args, alltoall };
+	static const struct move_coll m = { "MPI_Alltoallv", vd_coll_all_args, alltoall };
 
 	return move_api(&m, vector(sendbuf, sendcounts, sdispls, sendtype),
 			vector(recvbuf, recvcounts, rdispls, recvtype), 0, comm);

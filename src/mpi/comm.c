@@ -405,3 +405,8 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 	*result = same ? MPI_SIMILAR : MPI_UNEQUAL;
 	return MPI_SUCCESS;
 }
+
+void vd_comm_release(struct vd_comm *c)
+{
+	comm_release(c);
+}

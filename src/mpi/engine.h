@@ -57,7 +57,8 @@ static inline size_t vd_msg_hdr_len(unsigned type)
 }
 
 /* Requests. */
-enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV };
+enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV,
+		   VD_REQ_COLL };          /* a nonblocking collective (nbc_sched.c) */
 
 struct vd_req {
 	enum vd_req_kind kind;
@@ -87,6 +88,7 @@ struct vd_req {
 	int parts;                      /* split transfer: halves still moving */
 	struct vd_msg hdr;              /* what to send once a slot frees */
 	struct vd_req *next;            /* posted-receive or send queue */
+	struct vd_nbc *nbc;             /* VD_REQ_COLL: its schedule, until done */
 };
 
 /* An arrived message nobody asked for yet. */
@@ -144,6 +146,9 @@ void vd_wire_deregister(enum vd_transport t, void *addr, VIP_MEM_HANDLE mh);
 /* Handle everything that arrived; block=true sleeps (briefly) when
  * nothing did.  Returns the number of events handled. */
 int vd_progress(bool block);
+/* nbc_sched.c: advance the nonblocking collectives (vd_progress calls
+ * it); how many moved. */
+int vd_nbc_progress(void);
 /* Sends queued or in flight on any VI (MPI_Finalize drains them). */
 bool vd_wire_busy(void);
 size_t vd_eager_max(void);

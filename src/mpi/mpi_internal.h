@@ -133,6 +133,7 @@ struct vd_comm {
 	                                 * views (coll_hier.c) */
 	MPI_Errhandler errh;
 	bool hier_done;                 /* hier looked for */
+	uint32_t nbc_seq;               /* nonblocking collectives started */
 	struct vd_hier *hier;           /* node-aware views, or NULL: flat */
 };
 
@@ -140,6 +141,8 @@ void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
 
 /* NULL for an invalid or freed handle. */
 struct vd_comm *vd_comm_get(MPI_Comm comm);
+/* Drop a reference taken with c->refs++ (the last one frees c). */
+void vd_comm_release(struct vd_comm *c);
 int vd_comm_init(void);                 /* WORLD, SELF */
 void vd_comm_finalize(void);
 

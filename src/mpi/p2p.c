@@ -606,6 +606,10 @@ int PMPI_Request_free(MPI_Request *req)
 	VD_MPI_CHECK_RUNNING("MPI_Request_free");
 	if (!req || !(r = vd_req_get(*req)))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free");
+	/* Erroneous for a nonblocking collective (MPI 4.0, 6.12): refused,
+	 * the request stays valid. */
+	if (r->kind == VD_REQ_COLL)
+		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Request_free");
 	if (r->done)
 		vd_req_release(r);
 	else
@@ -624,6 +628,8 @@ int PMPI_Cancel(MPI_Request *req)
 	VD_MPI_CHECK_RUNNING("MPI_Cancel");
 	if (!req || !(r = vd_req_get(*req)))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
+	if (r->kind == VD_REQ_COLL)     /* collectives cannot be cancelled */
+		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Cancel");
 	if (r->kind == VD_REQ_RECV && !r->done && vd_unpost_recv(r)) {
 		r->cancelled = true;
 		r->st.vd_count_hi_cancelled = 1;

@@ -63,6 +63,10 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 		   int root, struct vd_comm *c);
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		      struct vd_comm *c);
+/* The reductions' checks: sbuf (or, in place, rbuf) holds count elements;
+ * rbuf receives rcount of them here, -1: rbuf unused (Reduce off root). */
+int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcount,
+			 MPI_Datatype dt, MPI_Op op, struct vd_dtype **t);
 
 /* coll_hier.c: the node-aware versions, for a communicator that spans
  * nodes with several members on some (vd_coll_hier: NULL otherwise).
@@ -94,5 +98,13 @@ int vd_coll_scatter(const struct vd_coll_side *S, const struct vd_coll_side *R, 
 		    struct vd_comm *c);
 int vd_coll_scatterv(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c);
+/* Argument checks (coll_move.c), setting each used side's t: one side;
+ * Gather(v)/Scatter(v) with V the root's pieces and L every rank's own
+ * buffer; Allgather(v)/Alltoall(v) (S may be MPI_IN_PLACE). */
+int vd_coll_check_side(struct vd_coll_side *s, int n);
+int vd_coll_rooted_args(struct vd_coll_side *V, struct vd_coll_side *L, int root,
+			const struct vd_comm *c);
+int vd_coll_all_args(struct vd_coll_side *S, struct vd_coll_side *R, int root,
+		     const struct vd_comm *c);
 
 #endif /* VIADUCT_MPI_TYPEOP_H */

@@ -760,7 +760,7 @@ static void idle_wait(void)
 		W.idle_ms *= 2;
 }
 
-int vd_progress(bool block)
+static int progress_wire(bool block)
 {
 	VIP_VI_HANDLE vh;
 	VIP_BOOLEAN recv;
@@ -786,6 +786,15 @@ int vd_progress(bool block)
 	else if (block)
 		idle_wait();
 	return n;
+}
+
+/* The wire, then the nonblocking collectives' schedules: what arrived
+ * may let them go on. */
+int vd_progress(bool block)
+{
+	int n = progress_wire(block);
+
+	return n + vd_nbc_progress();
 }
 
 bool vd_wire_busy(void)

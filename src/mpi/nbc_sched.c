@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: the schedules behind the nonblocking collectives (see
+ * nbc.h): building them, and running them from the progress engine.
+ *
+ * A started schedule sits on the active list until its last step is done;
+ * vd_progress (every Test, Wait and blocking call) advances each one as
+ * far as it can go.  Its request then completes like any other, so Wait,
+ * Test and their any/all/some forms take it as they are.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "nbc.h"
+
+enum step_kind { ST_SEND, ST_RECV, ST_OP, ST_COPY, ST_FENCE };
+
+struct step {
+	enum step_kind kind;
+	const void *src;                /* send, op's in, copy's source */
+	void *dst;                      /* receive, op's inout, copy's target */
+	int count, dcount;              /* dcount: copy's target count */
+	MPI_Datatype dt, ddt;           /* ddt: copy's target type */
+	int peer;
+	MPI_Op op;
+};
+
+struct vd_nbc {
+	struct vd_comm *c;
+	int tag;
+	struct step *steps;
+	int nsteps, cap, next;          /* next: the first step not run */
+	MPI_Request *posted;            /* transfers of the current round */
+	int nposted, pcap;
+	void **scratch;
+	int nscratch, scap;
+	int err;                        /* first MPI error */
+	struct vd_req *req;
+	struct vd_nbc *next_active;
+};
+
+static struct vd_nbc *active;           /* started, not finished */
+static bool advancing;                  /* no re-entry from a user op */
+
+/* ---- building ------------------------------------------------------------------- */
+
+/* Grow *arr (of *cap elements of size sz) to hold one more than n. */
+static bool room(void *arr, int *cap, int n, size_t sz)
+{
+	void **a = arr, *na;
+	int ncap;
+
+	if (n < *cap)
+		return true;
+	ncap = *cap ? 2 * *cap : 16;
+	if (!(na = realloc(*a, (size_t)ncap * sz)))
+		return false;
+	*a = na;
+	*cap = ncap;
+	return true;
+}
+
+struct vd_nbc *vd_nbc_new(struct vd_comm *c)
+{
+	struct vd_nbc *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->c = c;
+	c->refs++;
+	/* Tags from 1 up: VD_COLL_TAG (0) is the blocking collectives'. */
+	s->tag = (int)(c->nbc_seq++ % (uint32_t)(INT_MAX - 1)) + 1;
+	return s;
+}
+
+static void nbc_free(struct vd_nbc *s)
+{
+	for (int i = 0; i < s->nscratch; i++)
+		free(s->scratch[i]);
+	free(s->scratch);
+	free(s->steps);
+	free(s->posted);
+	vd_comm_release(s->c);
+	free(s);
+}
+
+void vd_nbc_discard(struct vd_nbc *s)
+{
+	if (s)
+		nbc_free(s);
+}
+
+void vd_nbc_fail(struct vd_nbc *s, int err)
+{
+	if (!s->err)
+		s->err = err;
+}
+
+bool vd_nbc_failed(const struct vd_nbc *s)
+{
+	return s->err != MPI_SUCCESS;
+}
+
+static struct step *add(struct vd_nbc *s, enum step_kind kind)
+{
+	if (s->err)
+		return NULL;
+	if (!room(&s->steps, &s->cap, s->nsteps, sizeof(struct step))) {
+		vd_nbc_fail(s, MPI_ERR_NO_MEM);
+		return NULL;
+	}
+	s->steps[s->nsteps] = (struct step){ .kind = kind };
+	return &s->steps[s->nsteps++];
+}
+
+static void transfer(struct vd_nbc *s, enum step_kind kind, const void *buf, int count,
+		     MPI_Datatype dt, int peer)
+{
+	struct step *st = add(s, kind);
+
+	if (!st)
+		return;
+	st->src = buf;
+	st->dst = (void *)buf;
+	st->count = count;
+	st->dt = dt;
+	st->peer = peer;
+}
+
+void vd_nbc_send(struct vd_nbc *s, const void *buf, int count, MPI_Datatype dt, int peer)
+{
+	transfer(s, ST_SEND, buf, count, dt, peer);
+}
+
+void vd_nbc_recv(struct vd_nbc *s, void *buf, int count, MPI_Datatype dt, int peer)
+{
+	transfer(s, ST_RECV, buf, count, dt, peer);
+}
+
+void vd_nbc_op(struct vd_nbc *s, MPI_Op op, const void *in, void *inout, int count,
+	       MPI_Datatype dt)
+{
+	struct step *st = add(s, ST_OP);
+
+	if (st)
+		*st = (struct step){ .kind = ST_OP, .src = in, .dst = inout, .count = count,
+				     .dt = dt, .op = op };
+}
+
+void vd_nbc_copy(struct vd_nbc *s, const void *src, int sc, MPI_Datatype sdt, void *dst,
+		 int rc, MPI_Datatype rdt)
+{
+	struct step *st = add(s, ST_COPY);
+
+	if (st)
+		*st = (struct step){ .kind = ST_COPY, .src = src, .dst = dst, .count = sc,
+				     .dcount = rc, .dt = sdt, .ddt = rdt };
+}
+
+void vd_nbc_fence(struct vd_nbc *s)
+{
+	/* Two fences in a row, or one first, wait for nothing. */
+	if (s->nsteps && s->steps[s->nsteps - 1].kind != ST_FENCE)
+		add(s, ST_FENCE);
+}
+
+void *vd_nbc_bytes(struct vd_nbc *s, size_t bytes)
+{
+	void *p;
+
+	if (s->err)
+		return NULL;
+	if (!room(&s->scratch, &s->scap, s->nscratch, sizeof(void *)) ||
+	    !(p = malloc(bytes ? bytes : 1))) {
+		vd_nbc_fail(s, MPI_ERR_NO_MEM);
+		return NULL;
+	}
+	s->scratch[s->nscratch++] = p;
+	return p;
+}
+
+void *vd_nbc_scratch(struct vd_nbc *s, MPI_Datatype dt, int count)
+{
+	void *mem, *buf;
+
+	if (s->err)
+		return NULL;
+	if (!room(&s->scratch, &s->scap, s->nscratch, sizeof(void *)) ||
+	    !(buf = vd_dtype_scratch(vd_dtype_get(dt), count, &mem))) {
+		vd_nbc_fail(s, MPI_ERR_NO_MEM);
+		return NULL;
+	}
+	s->scratch[s->nscratch++] = mem;
+	return buf;
+}
+
+/* ---- running ---------------------------------------------------------------------- */
+
+static int post(struct vd_nbc *s, const struct step *st)
+{
+	struct vd_comm *c = s->c;
+	MPI_Request *h;
+	int r;
+
+	if (!room(&s->posted, &s->pcap, s->nposted, sizeof(MPI_Request)))
+		return MPI_ERR_NO_MEM;
+	h = &s->posted[s->nposted];
+	if (st->kind == ST_SEND)
+		r = vd_isend(st->src, st->count, st->dt, st->peer, s->tag, c, c->ctx + 1,
+			     VD_SEND_STD, h);
+	else
+		r = vd_irecv(st->dst, st->count, st->dt, st->peer, s->tag, c, c->ctx + 1, h);
+	if (r)
+		return vd_mpi_errno(r);
+	s->nposted++;
+	return MPI_SUCCESS;
+}
+
+static int run_step(struct vd_nbc *s, const struct step *st)
+{
+	switch (st->kind) {
+	case ST_SEND:
+	case ST_RECV:
+		return post(s, st);
+	case ST_OP:
+		return vd_op_apply(st->op, st->src, st->dst, st->count, st->dt);
+	case ST_COPY:
+		return vd_coll_local_copy(st->src, st->count, vd_dtype_get(st->dt), st->dst,
+					  st->dcount, vd_dtype_get(st->ddt));
+	case ST_FENCE:
+		break;
+	}
+	return MPI_SUCCESS;
+}
+
+/* Whether every transfer posted so far is done; if so they are reaped
+ * (their first error kept). */
+static bool round_done(struct vd_nbc *s)
+{
+	for (int i = 0; i < s->nposted; i++) {
+		struct vd_req *r = vd_req_get(s->posted[i]);
+
+		if (r && !r->done)
+			return false;
+	}
+	for (int i = 0; i < s->nposted; i++) {
+		int e = vd_wait(&s->posted[i], MPI_STATUS_IGNORE);
+
+		vd_nbc_fail(s, e);
+	}
+	s->nposted = 0;
+	return true;
+}
+
+/* Run steps until one must wait; true when the schedule is finished.
+ * After an error nothing new starts, but what is posted still has to
+ * end: it uses the user's buffers. */
+static bool advance(struct vd_nbc *s, int *moved)
+{
+	while (s->next < s->nsteps && !s->err) {
+		const struct step *st = &s->steps[s->next];
+
+		if (st->kind == ST_FENCE && !round_done(s))
+			return false;
+		vd_nbc_fail(s, run_step(s, st));
+		s->next++;
+		(*moved)++;
+	}
+	return round_done(s);
+}
+
+static void finish(struct vd_nbc *s)
+{
+	struct vd_req *r = s->req;
+	int err = s->err;
+
+	r->st.MPI_SOURCE = MPI_ANY_SOURCE;
+	r->st.MPI_TAG = MPI_ANY_TAG;
+	r->nbc = NULL;
+	nbc_free(s);
+	vd_req_complete(r, err);
+}
+
+int vd_nbc_progress(void)
+{
+	int moved = 0;
+
+	if (advancing || !active)
+		return 0;
+	advancing = true;
+	for (struct vd_nbc **pp = &active; *pp;) {
+		struct vd_nbc *s = *pp;
+
+		if (!advance(s, &moved)) {
+			pp = &s->next_active;
+			continue;
+		}
+		*pp = s->next_active;
+		finish(s);
+		moved++;
+	}
+	advancing = false;
+	return moved;
+}
+
+int vd_nbc_start(struct vd_nbc *s, MPI_Comm comm, MPI_Request *req)
+{
+	struct vd_req *r;
+	int err = s->err;
+
+	*req = MPI_REQUEST_NULL;
+	if (!err && !(r = vd_req_new(VD_REQ_COLL)))
+		err = MPI_ERR_NO_MEM;
+	if (err) {
+		nbc_free(s);
+		return err;
+	}
+	r->comm = comm;
+	r->nbc = s;
+	s->req = r;
+	*req = (MPI_Request)r->id;
+	s->next_active = active;
+	active = s;
+	vd_nbc_progress();
+	return MPI_SUCCESS;
+}
