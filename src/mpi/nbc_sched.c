@@ -7,6 +7,12 @@
  * vd_progress (every Test, Wait and blocking call) advances each one as
  * far as it can go.  Its request then completes like any other, so Wait,
  * Test and their any/all/some forms take it as they are.
+ *
+ * Steps hold the datatype objects, retained, and a user op's function,
+ * not only their handles: the user may free a type or an op while the
+ * collective is pending.  So transfers go as bytes (MPI_BYTE), packed
+ * into or unpacked from scratch memory when the type is not contiguous,
+ * and predefined ops on derived types run on the builtin elements.
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,6 +31,15 @@ struct step {
 	MPI_Datatype dt, ddt;           /* ddt: copy's target type */
 	int peer;
 	MPI_Op op;
+	MPI_User_function *ufn;         /* op's, if a user op */
+	struct vd_dtype *t, *dt_t;      /* dt's and ddt's objects, retained */
+};
+
+/* A transfer in flight; a non-contiguous one goes through tmp. */
+struct posted {
+	MPI_Request h;
+	void *tmp;
+	const struct step *unpack;      /* a receive to unpack from tmp */
 };
 
 struct vd_nbc {
@@ -32,7 +47,7 @@ struct vd_nbc {
 	int tag;
 	struct step *steps;
 	int nsteps, cap, next;          /* next: the first step not run */
-	MPI_Request *posted;            /* transfers of the current round */
+	struct posted *posted;          /* transfers of the current round */
 	int nposted, pcap;
 	void **scratch;
 	int nscratch, scap;
@@ -79,6 +94,12 @@ static void nbc_free(struct vd_nbc *s)
 {
 	for (int i = 0; i < s->nscratch; i++)
 		free(s->scratch[i]);
+	for (int i = 0; i < s->nsteps; i++) {
+		if (s->steps[i].t)
+			vd_dtype_release(s->steps[i].t);
+		if (s->steps[i].dt_t)
+			vd_dtype_release(s->steps[i].dt_t);
+	}
 	free(s->scratch);
 	free(s->steps);
 	free(s->posted);
@@ -115,13 +136,24 @@ static struct step *add(struct vd_nbc *s, enum step_kind kind)
 	return &s->steps[s->nsteps++];
 }
 
+static struct vd_dtype *retain(MPI_Datatype dt)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+
+	vd_dtype_retain(t);
+	return t;
+}
+
 static void transfer(struct vd_nbc *s, enum step_kind kind, const void *buf, int count,
 		     MPI_Datatype dt, int peer)
 {
-	struct step *st = add(s, kind);
+	struct step *st;
 
-	if (!st)
+	if (!s->err && (size_t)count * (size_t)vd_dtype_get(dt)->size > INT_MAX)
+		vd_nbc_fail(s, MPI_ERR_COUNT);  /* travels as bytes */
+	if (!(st = add(s, kind)))
 		return;
+	st->t = retain(dt);
 	st->src = buf;
 	st->dst = (void *)buf;
 	st->count = count;
@@ -146,7 +178,8 @@ void vd_nbc_op(struct vd_nbc *s, MPI_Op op, const void *in, void *inout, int cou
 
 	if (st)
 		*st = (struct step){ .kind = ST_OP, .src = in, .dst = inout, .count = count,
-				     .dt = dt, .op = op };
+				     .dt = dt, .op = op, .ufn = vd_op_user_fn(op),
+				     .t = retain(dt) };
 }
 
 void vd_nbc_copy(struct vd_nbc *s, const void *src, int sc, MPI_Datatype sdt, void *dst,
@@ -156,7 +189,8 @@ void vd_nbc_copy(struct vd_nbc *s, const void *src, int sc, MPI_Datatype sdt, vo
 
 	if (st)
 		*st = (struct step){ .kind = ST_COPY, .src = src, .dst = dst, .count = sc,
-				     .dcount = rc, .dt = sdt, .ddt = rdt };
+				     .dcount = rc, .dt = sdt, .ddt = rdt, .t = retain(sdt),
+				     .dt_t = retain(rdt) };
 }
 
 void vd_nbc_fence(struct vd_nbc *s)
@@ -198,24 +232,66 @@ void *vd_nbc_scratch(struct vd_nbc *s, MPI_Datatype dt, int count)
 
 /* ---- running ---------------------------------------------------------------------- */
 
+/* Post a transfer as bytes: straight from / into the buffer for a
+ * contiguous type, else through tmp (packed now for a send; unpacked
+ * when the round ends for a receive). */
 static int post(struct vd_nbc *s, const struct step *st)
 {
 	struct vd_comm *c = s->c;
-	MPI_Request *h;
+	size_t bytes = (size_t)st->count * (size_t)st->t->size;
+	struct posted *p;
+	void *data = st->dst;
 	int r;
 
-	if (!room(&s->posted, &s->pcap, s->nposted, sizeof(MPI_Request)))
+	if (!room(&s->posted, &s->pcap, s->nposted, sizeof(struct posted)))
 		return MPI_ERR_NO_MEM;
-	h = &s->posted[s->nposted];
+	p = &s->posted[s->nposted];
+	*p = (struct posted){ MPI_REQUEST_NULL, NULL, NULL };
+	if (!st->t->contig && bytes) {
+		if (!(p->tmp = data = malloc(bytes)))
+			return MPI_ERR_NO_MEM;
+		if (st->kind == ST_SEND)
+			vd_dtype_pack(st->t, st->src, st->count, data);
+		else
+			p->unpack = st;
+	}
+	s->nposted++;                   /* reaped (tmp freed) even if posting fails */
 	if (st->kind == ST_SEND)
-		r = vd_isend(st->src, st->count, st->dt, st->peer, s->tag, c, c->ctx + 1,
-			     VD_SEND_STD, h);
+		r = vd_isend(data, (int)bytes, MPI_BYTE, st->peer, s->tag, c, c->ctx + 1,
+			     VD_SEND_STD, &p->h);
 	else
-		r = vd_irecv(st->dst, st->count, st->dt, st->peer, s->tag, c, c->ctx + 1, h);
-	if (r)
-		return vd_mpi_errno(r);
-	s->nposted++;
-	return MPI_SUCCESS;
+		r = vd_irecv(data, (int)bytes, MPI_BYTE, st->peer, s->tag, c, c->ctx + 1, &p->h);
+	return r ? vd_mpi_errno(r) : MPI_SUCCESS;
+}
+
+/* inout = in op inout without the handles (see above); a user function
+ * still sees the user's datatype handle, as the blocking forms give it. */
+static int run_op(const struct step *st)
+{
+	const struct vd_dtype *t = st->t;
+	int n = st->count * (int)t->basic_count, err;
+	size_t bytes = (size_t)st->count * (size_t)t->size;
+	char *tmp;
+
+	if (st->ufn) {
+		int len = st->count;
+		MPI_Datatype d = st->dt;
+
+		st->ufn((void *)st->src, st->dst, &len, &d);
+		return MPI_SUCCESS;
+	}
+	if (t->builtin || !t->basic)
+		return vd_op_apply(st->op, st->src, st->dst, st->count, st->dt);
+	if (t->contig)
+		return vd_op_apply(st->op, st->src, st->dst, n, t->basic);
+	if (!(tmp = malloc(2 * bytes + 1)))
+		return MPI_ERR_NO_MEM;
+	vd_dtype_pack(t, st->src, st->count, tmp);
+	vd_dtype_pack(t, st->dst, st->count, tmp + bytes);
+	err = vd_op_apply(st->op, tmp, tmp + bytes, n, t->basic);
+	vd_dtype_unpack(t, tmp + bytes, bytes, st->dst);
+	free(tmp);
+	return err;
 }
 
 static int run_step(struct vd_nbc *s, const struct step *st)
@@ -225,10 +301,10 @@ static int run_step(struct vd_nbc *s, const struct step *st)
 	case ST_RECV:
 		return post(s, st);
 	case ST_OP:
-		return vd_op_apply(st->op, st->src, st->dst, st->count, st->dt);
+		return run_op(st);
 	case ST_COPY:
-		return vd_coll_local_copy(st->src, st->count, vd_dtype_get(st->dt), st->dst,
-					  st->dcount, vd_dtype_get(st->ddt));
+		return vd_coll_local_copy(st->src, st->count, st->t, st->dst, st->dcount,
+					  st->dt_t);
 	case ST_FENCE:
 		break;
 	}
@@ -240,15 +316,20 @@ static int run_step(struct vd_nbc *s, const struct step *st)
 static bool round_done(struct vd_nbc *s)
 {
 	for (int i = 0; i < s->nposted; i++) {
-		struct vd_req *r = vd_req_get(s->posted[i]);
+		struct vd_req *r = vd_req_get(s->posted[i].h);
 
 		if (r && !r->done)
 			return false;
 	}
 	for (int i = 0; i < s->nposted; i++) {
-		int e = vd_wait(&s->posted[i], MPI_STATUS_IGNORE);
+		struct posted *p = &s->posted[i];
+		MPI_Status st;
+		int e = vd_wait(&p->h, &st);
 
 		vd_nbc_fail(s, e);
+		if (!e && p->unpack)
+			vd_dtype_unpack(p->unpack->t, p->tmp, (size_t)st.vd_count_lo, p->unpack->dst);
+		free(p->tmp);
 	}
 	s->nposted = 0;
 	return true;

@@ -228,6 +228,13 @@ bool vd_op_valid(MPI_Op op)
 	return op_builtin(op) || uop_get(op);
 }
 
+MPI_User_function *vd_op_user_fn(MPI_Op op)
+{
+	struct user_op *u = uop_get(op);
+
+	return u ? u->fn : NULL;
+}
+
 bool vd_op_commutative(MPI_Op op)
 {
 	struct user_op *u = uop_get(op);

@@ -37,6 +37,9 @@ const struct vd_block *vd_dtype_blocks(const struct vd_dtype *t, struct vd_block
 /* MPI_SUCCESS when op is valid and defined on dt (committed or not),
  * MPI_ERR_TYPE for an invalid dt, else MPI_ERR_OP. */
 int vd_op_check(MPI_Op op, MPI_Datatype dt);
+/* A user op's function (NULL for a predefined op), for a pending
+ * operation that must outlive MPI_Op_free. */
+MPI_User_function *vd_op_user_fn(MPI_Op op);
 
 /* Error code of a vd_coll_* or vd_wait* result: negative errno -> MPI_ERR_*. */
 static inline int vd_coll_code(int r)

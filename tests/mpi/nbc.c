@@ -169,6 +169,42 @@ static void test_allreduce_scan(int count)
 			}
 }
 
+/* The op and the types may be freed while the collective is pending:
+ * a user op on a contiguous type, and MPI_SUM on the strided vec3 (its
+ * gaps must stay untouched). */
+static void test_free_pending(void)
+{
+	int count = 9, v[20];
+	void *in = fill(K_AFF, mt_rank, count), *out = mt_malloc((size_t)count * ksize[K_AFF]);
+	MPI_Datatype t2, v2;
+	MPI_Op op2;
+	MPI_Request r[2];
+
+	mt_phase = "free while pending";
+	MPI_OK(MPI_Op_create(aff_op, 0, &op2));
+	MPI_OK(MPI_Type_contiguous(2, MPI_INT, &t2));
+	MPI_OK(MPI_Type_commit(&t2));
+	MPI_OK(MPI_Type_vector(3, 1, 2, MPI_INT, &v2));
+	MPI_OK(MPI_Type_commit(&v2));
+	/* 4 elements of vec3 (extent 5 ints: data at 0, 2, 4) */
+	for (int i = 0; i < 20; i++)
+		v[i] = i % 5 % 2 ? -5 : mt_rank + i;
+	MPI_OK(MPI_Iallreduce(in, out, count, t2, op2, MPI_COMM_WORLD, &r[0]));
+	MPI_OK(MPI_Iallreduce(MPI_IN_PLACE, v, 4, v2, MPI_SUM, MPI_COMM_WORLD, &r[1]));
+	MPI_OK(MPI_Op_free(&op2));
+	MPI_OK(MPI_Type_free(&t2));
+	MPI_OK(MPI_Type_free(&v2));
+	MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+	check_fold(K_AFF, out, count, 0, mt_size - 1, 0, "freed op and type");
+	for (int i = 0; i < 20; i++) {
+		int w = i % 5 % 2 ? -5 : mt_size * (mt_size - 1) / 2 + mt_size * i;
+
+		CHECK(v[i] == w, "vec3 sum v[%d] = %d, want %d", i, v[i], w);
+	}
+	free(in);
+	free(out);
+}
+
 /* Rank i's block: i + 1 elements (vary), or `block` each. */
 static void test_reduce_scatter(int block)
 {
@@ -217,13 +253,18 @@ static void test_bcast(void)
 	for (int root = 0; root < mt_size; root++) {
 		int a[9], v[6];
 		MPI_Request r[2];
+		MPI_Datatype gone;              /* freed while the bcast is pending */
+
+		MPI_OK(MPI_Type_vector(3, 1, 2, MPI_INT, &gone));
+		MPI_OK(MPI_Type_commit(&gone));
 
 		for (int i = 0; i < 9; i++)
 			a[i] = mt_rank == root ? val(root, i) : -1;
 		for (int i = 0; i < 6; i++)     /* vec3 touches 0, 2, 4 */
 			v[i] = mt_rank == root || i % 2 ? val(root, i) : -1;
 		MPI_OK(MPI_Ibcast(a, 9, MPI_INT, root, MPI_COMM_WORLD, &r[0]));
-		MPI_OK(MPI_Ibcast(v, 1, vec3, root, MPI_COMM_WORLD, &r[1]));
+		MPI_OK(MPI_Ibcast(v, 1, gone, root, MPI_COMM_WORLD, &r[1]));
+		MPI_OK(MPI_Type_free(&gone));
 		MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
 		for (int i = 0; i < 9; i++)
 			CHECK(a[i] == val(root, i), "root %d a[%d] = %d", root, i, a[i]);
@@ -746,6 +787,7 @@ int main(int argc, char **argv)
 	test_allreduce_scan(7);
 	test_allreduce_scan(2500);
 	test_reduce_scatter(3);
+	test_free_pending();
 	test_gather();
 	test_gather_vec3();
 	test_scatter();
