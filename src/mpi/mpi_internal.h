@@ -182,7 +182,9 @@ int vd_coll_recv(void *buf, int count, MPI_Datatype dt, int src, struct vd_comm 
 int vd_coll_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest,
 		     void *rbuf, int rcount, MPI_Datatype rdt, int src, struct vd_comm *c);
 
-/* The tag collectives use on their context (user tags never reach it). */
+/* The tag collectives use on their context (user tags never reach it).
+ * Tags from 1 up there belong to the nonblocking collectives, one per
+ * collective started on the communicator (nbc_sched.c). */
 #define VD_COLL_TAG 0
 
 #endif /* VIADUCT_MPI_INTERNAL_H */

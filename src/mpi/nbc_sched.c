@@ -61,20 +61,20 @@ static bool advancing;                  /* no re-entry from a user op */
 
 /* ---- building ------------------------------------------------------------------- */
 
-/* Grow *arr (of *cap elements of size sz) to hold one more than n. */
-static bool room(void *arr, int *cap, int n, size_t sz)
+/* arr (of *cap elements of size sz) with room for one more than n:
+ * arr itself, a larger copy, or NULL (arr unchanged) when out of memory. */
+static void *room(void *arr, int *cap, int n, size_t sz)
 {
-	void **a = arr, *na;
+	void *na;
 	int ncap;
 
 	if (n < *cap)
-		return true;
+		return arr;
 	ncap = *cap ? 2 * *cap : 16;
-	if (!(na = realloc(*a, (size_t)ncap * sz)))
-		return false;
-	*a = na;
+	if (!(na = realloc(arr, (size_t)ncap * sz)))
+		return NULL;
 	*cap = ncap;
-	return true;
+	return na;
 }
 
 struct vd_nbc *vd_nbc_new(struct vd_comm *c)
@@ -126,12 +126,15 @@ bool vd_nbc_failed(const struct vd_nbc *s)
 
 static struct step *add(struct vd_nbc *s, enum step_kind kind)
 {
+	struct step *ns;
+
 	if (s->err)
 		return NULL;
-	if (!room(&s->steps, &s->cap, s->nsteps, sizeof(struct step))) {
+	if (!(ns = room(s->steps, &s->cap, s->nsteps, sizeof(*ns)))) {
 		vd_nbc_fail(s, MPI_ERR_NO_MEM);
 		return NULL;
 	}
+	s->steps = ns;
 	s->steps[s->nsteps] = (struct step){ .kind = kind };
 	return &s->steps[s->nsteps++];
 }
@@ -200,34 +203,38 @@ void vd_nbc_fence(struct vd_nbc *s)
 		add(s, ST_FENCE);
 }
 
-void *vd_nbc_bytes(struct vd_nbc *s, size_t bytes)
+/* Keep mem (NULL: out of memory) to free with s; returns mem, or NULL
+ * with the error recorded. */
+static void *own(struct vd_nbc *s, void *mem)
 {
-	void *p;
+	void **ns = mem ? room(s->scratch, &s->scap, s->nscratch, sizeof(*ns)) : NULL;
 
-	if (s->err)
-		return NULL;
-	if (!room(&s->scratch, &s->scap, s->nscratch, sizeof(void *)) ||
-	    !(p = malloc(bytes ? bytes : 1))) {
+	if (!ns) {
+		free(mem);
 		vd_nbc_fail(s, MPI_ERR_NO_MEM);
 		return NULL;
 	}
-	s->scratch[s->nscratch++] = p;
-	return p;
+	s->scratch = ns;
+	s->scratch[s->nscratch++] = mem;
+	return mem;
+}
+
+void *vd_nbc_bytes(struct vd_nbc *s, size_t bytes)
+{
+	return s->err ? NULL : own(s, malloc(bytes ? bytes : 1));
 }
 
 void *vd_nbc_scratch(struct vd_nbc *s, MPI_Datatype dt, int count)
 {
-	void *mem, *buf;
+	void *mem = NULL, *buf;
 
 	if (s->err)
 		return NULL;
-	if (!room(&s->scratch, &s->scap, s->nscratch, sizeof(void *)) ||
-	    !(buf = vd_dtype_scratch(vd_dtype_get(dt), count, &mem))) {
+	if (!(buf = vd_dtype_scratch(vd_dtype_get(dt), count, &mem))) {
 		vd_nbc_fail(s, MPI_ERR_NO_MEM);
 		return NULL;
 	}
-	s->scratch[s->nscratch++] = mem;
-	return buf;
+	return own(s, mem) ? buf : NULL;
 }
 
 /* ---- running ---------------------------------------------------------------------- */
@@ -239,13 +246,14 @@ static int post(struct vd_nbc *s, const struct step *st)
 {
 	struct vd_comm *c = s->c;
 	size_t bytes = (size_t)st->count * (size_t)st->t->size;
-	struct posted *p;
+	struct posted *p = room(s->posted, &s->pcap, s->nposted, sizeof(*p));
 	void *data = st->dst;
 	int r;
 
-	if (!room(&s->posted, &s->pcap, s->nposted, sizeof(struct posted)))
+	if (!p)
 		return MPI_ERR_NO_MEM;
-	p = &s->posted[s->nposted];
+	s->posted = p;
+	p += s->nposted;
 	*p = (struct posted){ MPI_REQUEST_NULL, NULL, NULL };
 	if (!st->t->contig && bytes) {
 		if (!(p->tmp = data = malloc(bytes)))
