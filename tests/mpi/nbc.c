@@ -576,6 +576,50 @@ static void test_outstanding(void)
 	free(a2);
 }
 
+/* Many at once: 40 allreduces and bcasts alternating, waited for all
+ * together; and a non-commutative scan on the halves of a split
+ * communicator, both halves' collectives outstanding with one on the
+ * world. */
+static void test_many_and_split(void)
+{
+	int n = mt_size, me = mt_rank, x[40], y[40];
+	MPI_Request r[40], q[2];
+	MPI_Comm half;
+
+	mt_phase = "many outstanding";
+	for (int i = 0; i < 40; i++) {
+		x[i] = me * 3 + i;
+		y[i] = -1;
+		if (i % 2)
+			MPI_OK(MPI_Iallreduce(&x[i], &y[i], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r[i]));
+		else
+			MPI_OK(MPI_Ibcast(&x[i], 1, MPI_INT, i % n, MPI_COMM_WORLD, &r[i]));
+	}
+	MPI_OK(MPI_Waitall(40, r, MPI_STATUSES_IGNORE));
+	for (int i = 0; i < 40; i++) {
+		int want = i % 2 ? 3 * n * (n - 1) / 2 + n * i : (i % n) * 3 + i;
+
+		CHECK((i % 2 ? y[i] : x[i]) == want, "collective %d: %d, want %d", i,
+		      i % 2 ? y[i] : x[i], want);
+	}
+
+	mt_phase = "split";
+	MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, me % 2, -me, &half));
+	int hr, hn, sum = 0;
+	MPI_OK(MPI_Comm_rank(half, &hr));
+	MPI_OK(MPI_Comm_size(half, &hn));
+	void *in = fill(K_AFF, hr, 5), *out = mt_malloc(5 * ksize[K_AFF]);
+	MPI_OK(MPI_Iscan(in, out, 5, ktype[K_AFF], kop[K_AFF], half, &q[0]));
+	MPI_OK(MPI_Iallreduce(&me, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q[1]));
+	MPI_OK(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+	check_fold(K_AFF, out, 5, 0, hr, 0, "split scan");
+	CHECK(sum == n * (n - 1) / 2, "world sum %d", sum);
+	CHECK(hn == (n + 1 - me % 2) / 2, "half size %d", hn);
+	MPI_OK(MPI_Comm_free(&half));
+	free(in);
+	free(out);
+}
+
 /* ---- overlap ------------------------------------------------------------------------------- */
 
 static double now(void)
@@ -801,6 +845,7 @@ int main(int argc, char **argv)
 	test_alltoall();
 	test_alltoallw_types();
 	test_outstanding();
+	test_many_and_split();
 	test_late_root();
 	test_blocking_progress();
 	test_mixed();
