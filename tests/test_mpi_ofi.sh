@@ -6,11 +6,11 @@
 # protocols and forced eager, get and rendezvous (an RDMA write with
 # immediate data under flow control waits for the target's receive).
 . "$(dirname "$0")/mpi/runlib.sh"
-mt_need p2p p2p_nb window coll comm
+mt_need p2p p2p_nb window coll comm nbc
 mt_need_ofi
 export VIADUCT_MPI_NET=ofi VIADUCT_OFI_PROVIDER=tcp
 for n in 2 3; do
-	for p in p2p p2p_nb window coll comm; do
+	for p in p2p p2p_nb window coll comm nbc; do
 		mt_run "$p over ofi" "$n" -- "$p"
 	done
 	mt_run "window over ofi, eager" "$n" VIADUCT_MPI_PROTOCOL=eager -- window
