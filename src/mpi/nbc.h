@@ -27,8 +27,6 @@ struct vd_nbc;
 /* A new, empty schedule on c (it keeps c alive until it ends); NULL when
  * out of memory. */
 struct vd_nbc *vd_nbc_new(struct vd_comm *c);
-/* Drop a schedule that was never started. */
-void vd_nbc_discard(struct vd_nbc *s);
 /* Hand s to a new collective request in *req and run it as far as it
  * goes without waiting.  On failure (also a failure recorded while
  * building) s is freed and the MPI error returned; *req is then
@@ -54,7 +52,6 @@ void *vd_nbc_scratch(struct vd_nbc *s, MPI_Datatype dt, int count);
 void *vd_nbc_bytes(struct vd_nbc *s, size_t bytes);
 /* Record an MPI error found while building. */
 void vd_nbc_fail(struct vd_nbc *s, int err);
-bool vd_nbc_failed(const struct vd_nbc *s);
 
 /* nbc_reduce.c: the synchronising and reducing collectives.  Arguments
  * checked, MPI_IN_PLACE resolved: `in` is the input, never MPI_IN_PLACE. */

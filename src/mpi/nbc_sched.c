@@ -14,7 +14,6 @@
  * into or unpacked from scratch memory when the type is not contiguous,
  * and predefined ops on derived types run on the builtin elements.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 
@@ -107,21 +106,10 @@ static void nbc_free(struct vd_nbc *s)
 	free(s);
 }
 
-void vd_nbc_discard(struct vd_nbc *s)
-{
-	if (s)
-		nbc_free(s);
-}
-
 void vd_nbc_fail(struct vd_nbc *s, int err)
 {
 	if (!s->err)
 		s->err = err;
-}
-
-bool vd_nbc_failed(const struct vd_nbc *s)
-{
-	return s->err != MPI_SUCCESS;
 }
 
 static struct step *add(struct vd_nbc *s, enum step_kind kind)
