@@ -28,6 +28,7 @@ typedef long MPI_Aint;
 typedef long long MPI_Offset;
 typedef long long MPI_Count;
 typedef int MPI_Info;
+typedef int MPI_Fint;                   /* a Fortran INTEGER */
 #define MPI_INFO_NULL ((MPI_Info)0)
 
 typedef struct MPI_Status {
@@ -114,6 +115,24 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 #define MPI_2INT ((MPI_Datatype)43)
 #define MPI_SHORT_INT ((MPI_Datatype)44)
 #define MPI_LONG_DOUBLE_INT ((MPI_Datatype)45)
+/* Fortran's types (usable from C too); MPI_LOGICAL is a 4-byte Fortran
+ * LOGICAL, .TRUE. == 1 as gfortran stores it. */
+#define MPI_CHARACTER ((MPI_Datatype)46)
+#define MPI_INTEGER ((MPI_Datatype)47)
+#define MPI_REAL ((MPI_Datatype)48)
+#define MPI_DOUBLE_PRECISION ((MPI_Datatype)49)
+#define MPI_COMPLEX ((MPI_Datatype)50)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)51)
+#define MPI_LOGICAL ((MPI_Datatype)52)
+#define MPI_INTEGER1 ((MPI_Datatype)53)
+#define MPI_INTEGER2 ((MPI_Datatype)54)
+#define MPI_INTEGER4 ((MPI_Datatype)55)
+#define MPI_INTEGER8 ((MPI_Datatype)56)
+#define MPI_REAL4 ((MPI_Datatype)57)
+#define MPI_REAL8 ((MPI_Datatype)58)
+#define MPI_2INTEGER ((MPI_Datatype)59)
+#define MPI_2REAL ((MPI_Datatype)60)
+#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)61)
 
 /* ---- constants ---------------------------------------------------------- */
 #define MPI_ANY_SOURCE (-2)
@@ -290,6 +309,35 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int MPI_Op_free(MPI_Op *op);
 
+/* ---- Fortran interoperability ----------------------------------------------
+ * Handles are the same integers in C and Fortran, and a Fortran status is
+ * the C struct's MPI_STATUS_SIZE (5) ints, so the conversions copy. */
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+/* The storage of the common blocks behind Fortran's MPI_BOTTOM,
+ * MPI_IN_PLACE, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE (one address per
+ * program), so C code called from Fortran can recognise them. */
+extern MPI_Fint vd_mpi_fbottom_[1];
+extern MPI_Fint vd_mpi_finplace_[1];
+extern MPI_Fint vd_mpi_fstatus_ignore_[5];
+extern MPI_Fint vd_mpi_fstatuses_ignore_[5];
+#define MPI_F_STATUS_IGNORE (vd_mpi_fstatus_ignore_)
+#define MPI_F_STATUSES_IGNORE (vd_mpi_fstatuses_ignore_)
+
 /* ---- profiling interface --------------------------------------------------
  * Every MPI_ function is also PMPI_ (MPI_ is a weak alias of it), so a
  * profiling tool defines MPI_Send, counts, and calls PMPI_Send.  The
@@ -407,6 +455,23 @@ int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	        MPI_Op op, MPI_Comm comm);
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
+
+MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint PMPI_Group_c2f(MPI_Group group);
+MPI_Group PMPI_Group_f2c(MPI_Fint group);
+MPI_Fint PMPI_Request_c2f(MPI_Request request);
+MPI_Request PMPI_Request_f2c(MPI_Fint request);
+MPI_Fint PMPI_Op_c2f(MPI_Op op);
+MPI_Op PMPI_Op_f2c(MPI_Fint op);
+MPI_Fint PMPI_Info_c2f(MPI_Info info);
+MPI_Info PMPI_Info_f2c(MPI_Fint info);
+MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint errhandler);
+int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 
 #ifdef __cplusplus
 }

@@ -126,6 +126,14 @@ static void builtins_init(void)
 		{ MPI_C_FLOAT_COMPLEX, sizeof(float _Complex) },
 		{ MPI_C_DOUBLE_COMPLEX, sizeof(double _Complex) },
 		{ MPI_C_LONG_DOUBLE_COMPLEX, sizeof(long double _Complex) },
+		/* Fortran's, as gfortran lays them out by default */
+		{ MPI_CHARACTER, 1 }, { MPI_INTEGER, 4 }, { MPI_REAL, 4 },
+		{ MPI_DOUBLE_PRECISION, 8 }, { MPI_COMPLEX, 8 },
+		{ MPI_DOUBLE_COMPLEX, 16 }, { MPI_LOGICAL, 4 },
+		{ MPI_INTEGER1, 1 }, { MPI_INTEGER2, 2 }, { MPI_INTEGER4, 4 },
+		{ MPI_INTEGER8, 8 }, { MPI_REAL4, 4 }, { MPI_REAL8, 8 },
+		/* value and index of one type: no padding */
+		{ MPI_2INTEGER, 8 }, { MPI_2REAL, 8 }, { MPI_2DOUBLE_PRECISION, 16 },
 	};
 
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)

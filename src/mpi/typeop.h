@@ -16,6 +16,9 @@ struct vd_pair_li { long v; int i; };
 struct vd_pair_ii { int v; int i; };
 struct vd_pair_si { short v; int i; };
 struct vd_pair_ldi { long double v; int i; };
+/* Fortran's pairs hold the index in the value's type. */
+struct vd_pair_ff { float v; float i; };
+struct vd_pair_dd { double v; double i; };
 
 /* Keep t alive while a request uses it (MPI_Type_free may come first);
  * release frees it after the last user. */
