@@ -79,6 +79,13 @@ int vd_hier_reduce(struct vd_hier *h, const void *in, void *out, int count,
 int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
 		      MPI_Datatype dt, MPI_Op op);
 
+struct vd_coll_side;
+/* Allgather with every rank's own piece already in place in R (uniform:
+ * -ENOTSUP when the sizes do not fit the node-aware algorithm, which
+ * changes nothing; the caller goes flat). */
+int vd_hier_allgather(struct vd_hier *h, const struct vd_coll_side *R, const struct vd_comm *c);
+int vd_coll_allgather_flat(const struct vd_coll_side *R, struct vd_comm *c);
+
 /* One side (send or receive) of a collective that moves pieces (rank i's
  * piece: counts[i] elements at displs[i], or `count` at i * count).  t is
  * set by the argument checks, wherever the side is used. */
