@@ -121,6 +121,7 @@ static void build_cases(void)
 	offs(c, 5, (int[]){ 0, 4, 8, 12, 16 });
 
 	MPI_OK(MPI_Type_vector(3, 2, 4, MPI_INT, &vec_b));
+	MPI_OK(MPI_Type_commit(&vec_b));
 	MPI_OK(MPI_Type_dup(vec_b, &t));        /* keep vec_b for nesting */
 	c = add_case("vector", t, 0, 40, 0, 40);
 	offs(c, 6, (int[]){ 0, 4, 16, 20, 32, 36 });
@@ -619,8 +620,12 @@ static void test_get_elements(void)
 	MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
 	MPI_OK(MPI_Get_elements(&st, MPI_DOUBLE, &n));
 	CHECK(n == MPI_UNDEFINED, "12 bytes as MPI_DOUBLE: %d, want MPI_UNDEFINED", n);
+#ifdef VIADUCT_MPI
+	/* A pair counts as its two basic elements, so a lone int is one
+	 * (implementations differ here: Open MPI counts pairs). */
 	MPI_OK(MPI_Get_elements(&st, MPI_2INT, &n));
 	CHECK(n == 3, "12 bytes as MPI_2INT: %d elements, want 3", n);
+#endif
 	MPI_OK(MPI_Type_free(&s));
 	MPI_OK(MPI_Type_free(&p));
 }
@@ -667,12 +672,13 @@ static void test_bottom(void)
 	MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
 	CHECK(ri[0] == 10 * prev && ri[2] == 10 * prev + 2 && rd == prev + 0.25,
 	      "MPI_BOTTOM receive: %d %d %d %g", ri[0], ri[1], ri[2], rd);
-	/* Pack from MPI_BOTTOM too. */
+#ifndef MPICH                           /* which refuses MPI_BOTTOM here */
 	char buf[64];
 	int pos = 0;
 	MPI_OK(MPI_Pack(MPI_BOTTOM, 1, st, buf, (int)sizeof(buf), &pos, MPI_COMM_WORLD));
 	memcpy(vals, buf, sizeof(vals));
 	CHECK(pos == 20 && vals[1] == 10 * mt_rank + 1, "Pack from MPI_BOTTOM");
+#endif
 	MPI_OK(MPI_Type_free(&st));
 	MPI_OK(MPI_Type_free(&rt));
 }
@@ -697,12 +703,15 @@ static void test_names(void)
 	MPI_OK(MPI_Type_get_name(t, name, &len));
 	CHECK(!strcmp(name, "pair of ints") && len == 12, "set name: '%s'", name);
 	MPI_OK(MPI_Type_dup(t, &d));
+#ifdef VIADUCT_MPI                      /* the standard leaves it open */
 	MPI_OK(MPI_Type_get_name(d, name, &len));
 	CHECK(len == 0, "dup copied the name '%s'", name);
+#endif
 	MPI_OK(MPI_Type_free(&t));
 	MPI_OK(MPI_Type_free(&d));
 	MPI_OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, sizeof(double), &t));
-	CHECK(t == MPI_DOUBLE, "match_size(REAL, 8)");
+	MPI_OK(MPI_Type_size(t, &len));
+	CHECK(len == (int)sizeof(double), "match_size(REAL, 8) has size %d", len);
 	MPI_OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, sizeof(int), &t));
 	MPI_OK(MPI_Type_size(t, &len));
 	CHECK(len == (int)sizeof(int), "match_size(INTEGER, 4) has size %d", len);
@@ -744,37 +753,41 @@ static void test_errors(void)
 	EXPECT(MPI_Pack(ibuf, 1, t, pk, 8, &pos, MPI_COMM_NULL), MPI_ERR_COMM);
 	stale = t;
 	MPI_OK(MPI_Type_free(&t));
+#ifdef VIADUCT_MPI                      /* a freed handle: undefined elsewhere */
 	EXPECT(MPI_Send(ibuf, 1, stale, mt_rank, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
 	EXPECT(MPI_Type_dup(stale, &t), MPI_ERR_TYPE);
 	EXPECT(MPI_Type_get_envelope(stale, &one, &one, &one, &one), MPI_ERR_TYPE);
 	one = 1;
-
+	EXPECT(MPI_Type_create_struct(1, &one, &disp, &stale, &t), MPI_ERR_TYPE);
+#endif
 	EXPECT(MPI_Type_create_struct(-1, &one, &disp, &ints, &t), MPI_ERR_COUNT);
 	EXPECT(MPI_Type_create_struct(1, &neg, &disp, &ints, &t), MPI_ERR_ARG);
-	EXPECT(MPI_Type_create_struct(1, &one, &disp, &stale, &t), MPI_ERR_TYPE);
 	EXPECT(MPI_Type_create_hvector(-1, 1, 8, MPI_INT, &t), MPI_ERR_COUNT);
 	EXPECT(MPI_Type_create_hvector(1, -1, 8, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_hindexed(1, &neg, &disp, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_hindexed(-2, &one, &disp, MPI_INT, &t), MPI_ERR_COUNT);
 	EXPECT(MPI_Type_create_indexed_block(1, -1, &one, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_hindexed_block(-1, 1, &disp, MPI_INT, &t), MPI_ERR_COUNT);
-	EXPECT(MPI_Type_create_resized(MPI_INT, 0, -4, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_resized(MPI_DATATYPE_NULL, 0, 4, &t), MPI_ERR_TYPE);
 	EXPECT(MPI_Type_create_subarray(2, sz, sub, bad, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_subarray(2, sz, sub, sub, 7, MPI_INT, &t), MPI_ERR_ARG);
-	EXPECT(MPI_Type_create_subarray(0, sz, sub, sub, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_darray(mt_size + 1, 0, 2, g, dist, dflt, (int[]){ 1, 1 },
 				      MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_darray(1, 1, 2, g, dist, dflt, (int[]){ 1, 1 }, MPI_ORDER_C,
 				      MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_darray(4, 0, 2, g, dist, (int[]){ 1, 1 }, (int[]){ 2, 2 },
 				      MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
+#ifdef VIADUCT_MPI
+	/* Where implementations differ (or say MPI_ERR_INTERN). */
+	EXPECT(MPI_Type_create_resized(MPI_INT, 0, -4, &t), MPI_ERR_ARG);
+	EXPECT(MPI_Type_create_subarray(0, sz, sub, sub, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_create_darray(2, 0, 2, g, (int[]){ MPI_DISTRIBUTE_NONE, 0 }, dflt,
 				      (int[]){ 2, 1 }, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 	EXPECT(MPI_Type_get_contents(MPI_INT, 0, 0, 0, NULL, NULL, NULL), MPI_ERR_TYPE);
 	MPI_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &t));
 	EXPECT(MPI_Type_get_contents(t, 1, 0, 1, ibuf, NULL, &stale), MPI_ERR_ARG);
 	MPI_OK(MPI_Type_free(&t));
+#endif
 	EXPECT(MPI_Get_elements(&st, MPI_DATATYPE_NULL, &one), MPI_ERR_TYPE);
 	EXPECT(MPI_Type_set_name(MPI_INT, NULL), MPI_ERR_ARG);
 	EXPECT(MPI_Type_match_size(MPI_TYPECLASS_REAL, 3, &t), MPI_ERR_ARG);
