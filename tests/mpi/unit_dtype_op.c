@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Single-process unit test of src/mpi/dtype.c and src/mpi/op.c, linked
- * with those two objects only (the rest of the MPI library is stubbed):
+ * Single-process unit test of the datatype files (src/mpi/dtype.c,
+ * dtype_make.c, dtype_array.c, dtype_query.c) and src/mpi/op.c, linked with
+ * those objects only (the rest of the MPI library is stubbed):
  *   cc -std=c11 -D_GNU_SOURCE -Iinclude -Isrc/mpi tests/mpi/unit_dtype_op.c \
- *      src/mpi/dtype.c src/mpi/op.c -o unit_dtype_op && ./unit_dtype_op
+ *      src/mpi/dtype.c src/mpi/dtype_make.c src/mpi/dtype_array.c \
+ *      src/mpi/dtype_query.c src/mpi/op.c -o unit_dtype_op && ./unit_dtype_op
  * Exit 0 pass, 1 fail.
  */
 #include <complex.h>
