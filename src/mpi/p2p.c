@@ -227,7 +227,7 @@ static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datat
 		return MPI_ERR_COUNT;
 	if (!vd_dtype_comm(dt))
 		return MPI_ERR_TYPE;
-	if (!buf && count > 0 && vd_dtype_get(dt)->size > 0)
+	if (!vd_dtype_buf_ok(vd_dtype_get(dt), buf, count))
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
 }
