@@ -202,6 +202,38 @@ static void persistent_ready(void)
 	MPI_OK(MPI_Request_free(&sq));
 }
 
+/* A strided datatype freed right after the inits: the requests keep it. */
+static void persistent_dtype(void)
+{
+	enum { COUNT = 2, BLK = 3, STRIDE = 5, SPAN = (COUNT - 1) * STRIDE + BLK };
+	int s[SPAN], r[SPAN];
+	MPI_Datatype vec;
+	MPI_Request q[2];
+
+	mt_phase = "persistent dtype";
+	MPI_OK(MPI_Type_vector(COUNT, BLK, STRIDE, MPI_INT, &vec));
+	MPI_OK(MPI_Type_commit(&vec));
+	MPI_OK(MPI_Recv_init(r, 1, vec, left, 15, MPI_COMM_WORLD, &q[0]));
+	MPI_OK(MPI_Send_init(s, 1, vec, right, 15, MPI_COMM_WORLD, &q[1]));
+	MPI_OK(MPI_Type_free(&vec));
+	for (int it = 0; it < 4; it++) {
+		for (int i = 0; i < SPAN; i++) {
+			s[i] = mt_rank * 1000 + it * 100 + i;
+			r[i] = -1;
+		}
+		MPI_OK(MPI_Startall(2, q));
+		MPI_OK(MPI_Waitall(2, q, MPI_STATUSES_IGNORE));
+		for (int i = 0; i < SPAN; i++) {
+			int in_block = i % STRIDE < BLK;
+			int want = in_block ? left * 1000 + it * 100 + i : -1;
+			if (!CHECK(r[i] == want, "it %d [%d]: %d, expected %d", it, i, r[i], want))
+				break;
+		}
+	}
+	MPI_OK(MPI_Request_free(&q[0]));
+	MPI_OK(MPI_Request_free(&q[1]));
+}
+
 /* Request_get_status does not complete: the wait after it still reports. */
 static void get_status(void)
 {
@@ -657,6 +689,7 @@ int main(int argc, char **argv)
 	persistent_ring((size_t)(4 << 20), 3);
 	persistent_modes();
 	persistent_ready();
+	persistent_dtype();
 	get_status();
 	some_counts();
 	mprobe_many();
