@@ -63,7 +63,7 @@ int PMPI_Grequest_complete(MPI_Request req)
 	VD_MPI_CHECK_RUNNING("MPI_Grequest_complete");
 	if (!r || r->kind != VD_REQ_GREQ || r->done)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Grequest_complete");
-	r->done = true;
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
 	if (r->freed)
 		return vd_mpi_raise(MPI_COMM_WORLD, greq_destroy(r), "MPI_Grequest_complete");
 	return MPI_SUCCESS;

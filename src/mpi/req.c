@@ -90,9 +90,16 @@ void vd_req_complete(struct vd_req *r, int err)
 		vd_req_release(r);      /* MPI_Request_free'd before it ended */
 }
 
+/* A generalized request may be completed by another thread of the
+ * program while this one polls (the waits re-check between bounded
+ * sleeps), hence the atomic read. */
 bool vd_req_ready(struct vd_req *r)
 {
-	return r->kind == VD_REQ_PERSIST ? vd_persist_ready(r) : r->done;
+	if (r->kind == VD_REQ_PERSIST)
+		return vd_persist_ready(r);
+	if (r->kind == VD_REQ_GREQ)
+		return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+	return r->done;
 }
 
 bool vd_req_inactive(const struct vd_req *r)
