@@ -153,6 +153,24 @@ struct vd_group {
 };
 struct vd_group *vd_group_get(MPI_Group g);
 
+/* ---- statuses ---------------------------------------------------------------------- */
+/* A status's byte count: the low 32 bits in vd_count_lo, the rest above
+ * the cancelled flag (bit 0) of vd_count_hi_cancelled. */
+static inline MPI_Count vd_status_bytes(const MPI_Status *st)
+{
+	uint64_t hi = (uint32_t)st->vd_count_hi_cancelled >> 1;
+
+	return (MPI_Count)((uint64_t)(uint32_t)st->vd_count_lo | hi << 32);
+}
+
+static inline void vd_status_set_bytes(MPI_Status *st, MPI_Count bytes)
+{
+	uint32_t hi = (uint32_t)((uint64_t)bytes >> 32) << 1;
+
+	st->vd_count_lo = (int)(uint32_t)bytes;
+	st->vd_count_hi_cancelled = (int)(hi | ((uint32_t)st->vd_count_hi_cancelled & 1u));
+}
+
 /* ---- point to point engine (p2p.c, proto.c, progress.c) --------------------------- */
 /* Send modes. */
 enum vd_send_mode { VD_SEND_STD = 0, VD_SEND_SYNC = 1 };
