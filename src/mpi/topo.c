@@ -145,43 +145,73 @@ static bool pow_reaches(int d, int k, int m)
 	return p >= m;
 }
 
-/* No int has more divisors than this (2095133040 has as many). */
+/* No int has more divisors than this (2095133040 has as many), nor more
+ * distinct prime factors than 9. */
 #define MAX_DIVISORS 1600
+#define MAX_PRIMES 9
 
-/* The divisors of m > 0, ascending, into divs[MAX_DIVISORS]; their number. */
-static int divisors(int m, int *divs)
+/* What a factorisation of some m may use: its divisors, ascending, and
+ * its prime factors. */
+struct factors {
+	int ndivs, nprimes;
+	int divs[MAX_DIVISORS];
+	int primes[MAX_PRIMES];
+};
+
+static void factors_of(int m, struct factors *f)
 {
-	int n = 0, nbig = 0, big[MAX_DIVISORS / 2];
+	int nbig = 0, big[MAX_DIVISORS / 2], rest = m;
 
+	f->ndivs = f->nprimes = 0;
 	for (int d = 1; (long long)d * d <= m; d++) {
 		if (m % d)
 			continue;
-		divs[n++] = d;
+		f->divs[f->ndivs++] = d;
 		if (d != m / d)
 			big[nbig++] = m / d;
 	}
 	while (nbig > 0)
-		divs[n++] = big[--nbig];
-	return n;
+		f->divs[f->ndivs++] = big[--nbig];
+	for (int p = 2; (long long)p * p <= rest; p++) {
+		if (rest % p)
+			continue;
+		f->primes[f->nprimes++] = p;
+		while (rest % p == 0)
+			rest /= p;
+	}
+	if (rest > 1)
+		f->primes[f->nprimes++] = rest;
+}
+
+/* Whether every prime factor of m is at most cap (else no factorisation
+ * into factors <= cap exists: cuts the search short). */
+static bool primes_fit(const struct factors *f, int m, int cap)
+{
+	for (int i = 0; i < f->nprimes; i++)
+		if (f->primes[i] > cap && m % f->primes[i] == 0)
+			return false;
+	return true;
 }
 
 /* The most balanced way to write m as k factors, each at most cap: out[]
  * non-increasing and lexicographically smallest (so the largest factor
- * is as small as it can be, then the next ...).  divs: the divisors of
- * some multiple of m, ascending.  false when there is none. */
-static bool balance(int m, int k, int cap, const int *divs, int ndivs, int *out)
+ * is as small as it can be, then the next ...).  f: the factors of some
+ * multiple of m.  false when there is none. */
+static bool balance(int m, int k, int cap, const struct factors *f, int *out)
 {
 	if (m == 1) {
 		for (int i = 0; i < k; i++)
 			out[i] = 1;
 		return true;
 	}
-	for (int i = 0; k > 0 && i < ndivs && divs[i] <= cap; i++) {
-		int d = divs[i];
+	if (!primes_fit(f, m, cap))
+		return false;
+	for (int i = 0; k > 0 && i < f->ndivs && f->divs[i] <= cap; i++) {
+		int d = f->divs[i];
 
 		if (d == 1 || m % d || !pow_reaches(d, k, m))
 			continue;
-		if (balance(m / d, k - 1, d, divs, ndivs, out + 1)) {
+		if (balance(m / d, k - 1, d, f, out + 1)) {
 			out[0] = d;
 			return true;
 		}
@@ -213,8 +243,8 @@ static int dims_check(int nnodes, int ndims, const int dims[], int *rest, int *n
 int PMPI_Dims_create(int nnodes, int ndims, int dims[])
 {
 	static const char fn[] = "MPI_Dims_create";
-	int rest, nfree, ndivs, *f, err, j = 0;
-	int divs[MAX_DIVISORS];
+	int rest, nfree, *out, err, j = 0;
+	struct factors *f;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (ndims < 0)
@@ -225,14 +255,20 @@ int PMPI_Dims_create(int nnodes, int ndims, int dims[])
 		return vd_mpi_raise(MPI_COMM_WORLD, err, fn);
 	if (nfree == 0)
 		return MPI_SUCCESS;
-	if (!(f = malloc((size_t)nfree * sizeof(int))))
+	f = malloc(sizeof(*f));
+	out = malloc((size_t)nfree * sizeof(int));
+	if (!f || !out) {
+		free(f);
+		free(out);
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, fn);
-	ndivs = divisors(rest, divs);
-	balance(rest, nfree, rest, divs, ndivs, f);     /* rest x 1 x ... fits */
+	}
+	factors_of(rest, f);
+	balance(rest, nfree, rest, f, out);     /* rest x 1 x ... always fits */
 	for (int i = 0; i < ndims; i++)
 		if (dims[i] == 0)
-			dims[i] = f[j++];
+			dims[i] = out[j++];
 	free(f);
+	free(out);
 	return MPI_SUCCESS;
 }
 
