@@ -286,6 +286,32 @@ static void test_cart_grid(int d0, int d1, int p0, int p1)
 	MPI_OK(MPI_Comm_free(&cart));
 }
 
+/* Zero dimensions: one process (rank 0), which is its own only neighbour
+ * set (none). */
+static void test_cart_zero(void)
+{
+	MPI_Comm c0;
+	int st = -1, nd = -1, size = -1, r = -1, x = 5, y = SENTINEL, a, b;
+
+	MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 0, NULL, NULL, 0, &c0));
+	if (mt_rank != 0) {
+		CHECK(c0 == MPI_COMM_NULL, "0-dimensional grid: rank %d got a communicator",
+		      mt_rank);
+		return;
+	}
+	MPI_OK(MPI_Topo_test(c0, &st));
+	MPI_OK(MPI_Cartdim_get(c0, &nd));
+	MPI_OK(MPI_Comm_size(c0, &size));
+	MPI_OK(MPI_Cart_rank(c0, NULL, &r));
+	CHECK(st == MPI_CART && nd == 0 && size == 1 && r == 0,
+	      "0-dimensional grid: Topo_test %d, %d dims, size %d, rank %d", st, nd, size, r);
+	MPI_OK(MPI_Neighbor_allgather(&x, 1, MPI_INT, &y, 1, MPI_INT, c0));
+	CHECK(y == SENTINEL, "0-dimensional grid: Neighbor_allgather wrote %d", y);
+	CHECK(MPI_Cart_shift(c0, 0, 1, &a, &b) == MPI_ERR_DIMS,
+	      "0-dimensional grid: Cart_shift(0) is not MPI_ERR_DIMS");
+	MPI_OK(MPI_Comm_free(&c0));
+}
+
 static void test_cart(void)
 {
 	int d[2] = { 0, 0 };
@@ -301,6 +327,7 @@ static void test_cart(void)
 			       per[p][1]);
 		test_cart_grid(d[1], d[0], per[p][0], per[p][1]);
 	}
+	test_cart_zero();
 }
 
 /* ---- graphs ------------------------------------------------------------------------ */
@@ -444,6 +471,10 @@ static void test_graph(void)
 		index[i] = e;
 	}
 	test_graph_one(mt_size, index, edges, "star");
+	/* No nodes: MPI_COMM_NULL everywhere. */
+	MPI_Comm none = MPI_COMM_WORLD;
+	MPI_OK(MPI_Graph_create(MPI_COMM_WORLD, 0, NULL, NULL, 0, &none));
+	CHECK(none == MPI_COMM_NULL, "a graph of no nodes gave a communicator");
 }
 
 /* ---- distributed graphs --------------------------------------------------------------- */
@@ -527,6 +558,52 @@ static void check_dist(MPI_Comm dg, int weighted_exp, const char *what)
 		      k);
 }
 
+/* Fan-out: rank 0 -> every rank (itself too), so degrees differ.  By the
+ * general constructor, rank 0 naming nothing and the others each their
+ * own in-edge. */
+static void test_fan_out(void)
+{
+	int n = mt_size, r = mt_rank, zero = 0, one = 1, in = -1, out = -1, w = -1;
+	int *cnt = mt_malloc(sizeof(int) * (size_t)n), *dsp = mt_malloc(sizeof(int) * (size_t)n);
+	int *sb = mt_malloc(sizeof(int) * (size_t)(n * (n + 1) / 2)), rb[8], k = 0, got = SENTINEL;
+	MPI_Comm fan;
+
+	MPI_OK(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &zero, &one, &r, MPI_UNWEIGHTED,
+				     MPI_INFO_NULL, 0, &fan));
+	MPI_OK(MPI_Dist_graph_neighbors_count(fan, &in, &out, &w));
+	CHECK(in == 1 && out == (r == 0 ? n : 0) && !w, "fan-out: degrees %d %d weighted %d",
+	      in, out, w);
+	if (r == 0) {
+		int d[64];
+		MPI_OK(MPI_Dist_graph_neighbors(fan, 1, &got, NULL, n, d, NULL));
+		for (int j = 0; j < n; j++)
+			CHECK(d[j] == j, "fan-out: destination %d is %d", j, d[j]);
+	}
+	/* Rank j gets j + 1 ints of 100 + j. */
+	for (int j = 0; j < n; j++) {
+		cnt[j] = j + 1;
+		dsp[j] = k;
+		for (int i = 0; i <= j; i++)
+			sb[k++] = 100 + j;
+	}
+	for (int i = 0; i < 8; i++)
+		rb[i] = SENTINEL;
+	int rc1 = r + 1, rd = 1;
+	MPI_OK(MPI_Neighbor_alltoallv(sb, cnt, dsp, MPI_INT, rb, &rc1, &rd, MPI_INT, fan));
+	for (int i = 0; i < 8; i++)
+		CHECK(rb[i] == (i >= 1 && i <= r + 1 ? 100 + r : SENTINEL),
+		      "fan-out alltoallv [%d] = %d", i, rb[i]);
+	int from0 = 42 + r;
+	got = SENTINEL;
+	MPI_OK(MPI_Neighbor_allgatherv(&from0, r == 0 ? 1 : 0, MPI_INT, &got, &one, &zero,
+				       MPI_INT, fan));
+	CHECK(got == 42, "fan-out allgatherv: %d", got);
+	MPI_OK(MPI_Comm_free(&fan));
+	free(cnt);
+	free(dsp);
+	free(sb);
+}
+
 static void test_dist_graph(void)
 {
 	int n = mt_size, r = mt_rank;
@@ -578,6 +655,7 @@ static void test_dist_graph(void)
 	free(degs);
 	free(all);
 	free(aw);
+	test_fan_out();
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -643,6 +721,12 @@ static void test_errors(void)
 	       MPI_ERR_TYPE, "Neighbor_alltoall(MPI_DATATYPE_NULL)");
 	expect(MPI_Neighbor_allgather(MPI_IN_PLACE, 1, MPI_INT, y, 1, MPI_INT, cart),
 	       MPI_ERR_BUFFER, "Neighbor_allgather(MPI_IN_PLACE)");
+	int cnt[4] = { 1, 1, 1, 1 }, dsp[4] = { 0, 1, 2, 3 };
+	expect(MPI_Neighbor_alltoallv(y, NULL, dsp, MPI_INT, y, cnt, dsp, MPI_INT, cart),
+	       MPI_ERR_ARG, "Neighbor_alltoallv(sendcounts NULL)");
+	expect(MPI_Cart_coords(cart, 0, 1, c), MPI_ERR_ARG, "Cart_coords(maxdims 1 of 2)");
+	int keep[2] = { 1, 0 };
+	expect(MPI_Cart_sub(MPI_COMM_WORLD, keep, &out), MPI_ERR_TOPOLOGY, "Cart_sub(WORLD)");
 	MPI_OK(MPI_Comm_free(&cart));
 	/* A graph that is not symmetric has no neighbourhood collectives. */
 	if (mt_size >= 2) {
