@@ -443,13 +443,14 @@ static struct vd_topo *route_topo(const struct edge_route *r, bool weighted)
 }
 
 /* Move the edges (the arguments are checked); the topology in *t.  A
- * process short of memory for its edges says so in the Alltoall, so that
- * none goes on to the Alltoallv.  MPI code. */
+ * process short of memory for the edges it sends says so in the
+ * Alltoall, one short of memory for those it receives in an agreement
+ * after it, so that either all go on to the Alltoallv or none.  MPI code. */
 static int route_edges(MPI_Comm comm, struct edge_route *r, int n, const int sources[],
 		       const int degrees[], const int dests[], const int weights[],
 		       struct vd_topo **t)
 {
-	bool unweighted;
+	bool unweighted = false;
 	int rc;
 
 	route_pack(r, n, sources, degrees, dests, weights, 0);
@@ -462,8 +463,9 @@ static int route_edges(MPI_Comm comm, struct edge_route *r, int n, const int sou
 	}
 	rc = PMPI_Alltoall(r->head_out, HEAD_INTS, MPI_INT, r->head_in, HEAD_INTS, MPI_INT,
 			   comm);
+	/* Room for the edges is local: all go on to the Alltoallv, or none. */
 	if (rc == MPI_SUCCESS)
-		rc = route_receive_layout(r, &unweighted);
+		rc = vd_topo_agree(comm, route_receive_layout(r, &unweighted));
 	if (rc == MPI_SUCCESS)
 		rc = PMPI_Alltoallv(r->edges_out, r->cnt_out, r->dsp_out, MPI_INT, r->edges_in,
 				    r->cnt_in, r->dsp_in, MPI_INT, comm);
