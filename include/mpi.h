@@ -196,6 +196,15 @@ typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 #define MPI_SIMILAR 2
 #define MPI_UNEQUAL 3
 
+/* Topology kinds (MPI_Topo_test), and the weights sentinels of the
+ * distributed graph constructors (never valid addresses; near the top
+ * of the address space, as GCC takes small ones for null pointers). */
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
+#define MPI_UNWEIGHTED ((int *)-2)
+#define MPI_WEIGHTS_EMPTY ((int *)-3)
+
 /* ---- error classes ------------------------------------------------------- */
 #define MPI_SUCCESS 0
 #define MPI_ERR_BUFFER 1
@@ -454,6 +463,54 @@ extern MPI_Fint vd_mpi_fstatus_ignore_[5];
 extern MPI_Fint vd_mpi_fstatuses_ignore_[5];
 #define MPI_F_STATUS_IGNORE (vd_mpi_fstatus_ignore_)
 #define MPI_F_STATUSES_IGNORE (vd_mpi_fstatuses_ignore_)
+/* ---- process topologies and neighbourhood collectives ---------------------------- */
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+		    int reorder, MPI_Comm *comm_cart);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+		   int *rank_dest);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+		 int *newrank);
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+		     int reorder, MPI_Comm *comm_graph);
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		  int *newrank);
+int MPI_Topo_test(MPI_Comm comm, int *status);
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+				   const int sourceweights[], int outdegree,
+				   const int destinations[], const int destweights[],
+				   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+			  const int degrees[], const int destinations[], const int weights[],
+			  MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+				   int *weighted);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+			     int sourceweights[], int maxoutdegree, int destinations[],
+			     int destweights[]);
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, const int recvcounts[], const int displs[],
+			    MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			   const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			   void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			   const MPI_Datatype recvtypes[], MPI_Comm comm);
 
 /* ---- profiling interface --------------------------------------------------
  * Every MPI_ function is also PMPI_ (MPI_ is a weak alias of it), so a
@@ -654,6 +711,53 @@ int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	        MPI_Op op, MPI_Comm comm);
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
+int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
+int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+		     int reorder, MPI_Comm *comm_cart);
+int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int PMPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+		    int *rank_dest);
+int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+		  int *newrank);
+int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+		      int reorder, MPI_Comm *comm_graph);
+int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		   int *newrank);
+int PMPI_Topo_test(MPI_Comm comm, int *status);
+int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+				    const int sourceweights[], int outdegree,
+				    const int destinations[], const int destweights[],
+				    MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+			   const int degrees[], const int destinations[], const int weights[],
+			   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+				    int *weighted);
+int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+			      int sourceweights[], int maxoutdegree, int destinations[],
+			      int destweights[]);
+int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, const int recvcounts[], const int displs[],
+			     MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			    const MPI_Datatype recvtypes[], MPI_Comm comm);
 
 MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
 MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);

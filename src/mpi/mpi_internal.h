@@ -126,6 +126,7 @@ bool vd_op_valid(MPI_Op op);
 
 /* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
 struct vd_hier;
+struct vd_topo;
 struct vd_comm {
 	int refs;
 	int rank, size;
@@ -137,9 +138,14 @@ struct vd_comm {
 	MPI_Errhandler errh;
 	bool hier_done;                 /* hier looked for */
 	struct vd_hier *hier;           /* node-aware views, or NULL: flat */
+	struct vd_topo *topo;           /* process topology, or NULL */
 };
 
 void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
+/* topo.c: free (NULL is fine) and copy (NULL when out of memory) the
+ * topology of a communicator. */
+void vd_topo_free(struct vd_topo *t);
+struct vd_topo *vd_topo_dup(const struct vd_topo *t);
 
 /* NULL for an invalid or freed handle. */
 struct vd_comm *vd_comm_get(MPI_Comm comm);
