@@ -19,7 +19,7 @@
 # Debian packages needed to build, test and plot; one list, used by deps.
 DEB_PACKAGES := cmake ninja-build gcc make pkg-config python3 \
 	python3-matplotlib procps util-linux mpich libfabric-dev libfabric-bin \
-	iproute2 libpmix-dev openmpi-bin libopenmpi-dev libmpich-dev
+	iproute2 libpmix-dev openmpi-bin libopenmpi-dev libmpich-dev gfortran
 
 PREFIX ?= /usr/local
 DESTDIR ?=

@@ -25,10 +25,15 @@ headers() {
 }
 
 declared() {
-	headers | xargs cat |
-		grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' |
-		grep -vE '^(static|typedef|#)' |
-		sed -E 's/^[^(]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(.*/\1/' | sort -u
+	{
+		headers | xargs cat |
+			grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' |
+			grep -vE '^(static|typedef|#)' |
+			sed -E 's/^[^(]*[ *]([A-Za-z_][A-Za-z0-9_]*)\(.*/\1/'
+		# exported data: `extern TYPE name[...];`
+		headers | xargs cat |
+			sed -nE 's/^extern [A-Za-z_][A-Za-z0-9_ ]*[ *]([A-Za-z_][A-Za-z0-9_]*)(\[[^]]*\])?;.*/\1/p'
+	} | sort -u
 }
 
 exported() {

@@ -28,6 +28,8 @@ typedef long MPI_Aint;
 typedef long long MPI_Offset;
 typedef long long MPI_Count;
 typedef int MPI_Info;
+typedef int MPI_Fint;                   /* a Fortran INTEGER */
+typedef int MPI_Message;
 #define MPI_INFO_NULL ((MPI_Info)0)
 
 typedef struct MPI_Status {
@@ -40,6 +42,9 @@ typedef struct MPI_Status {
 
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 			       MPI_Datatype *datatype);
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 
 /* ---- handles ---------------------------------------------------------- */
 #define MPI_COMM_NULL ((MPI_Comm)0)
@@ -50,6 +55,9 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 #define MPI_GROUP_EMPTY ((MPI_Group)1)
 
 #define MPI_REQUEST_NULL ((MPI_Request)0)
+
+#define MPI_MESSAGE_NULL ((MPI_Message)0)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
 
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
@@ -114,6 +122,24 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 #define MPI_2INT ((MPI_Datatype)43)
 #define MPI_SHORT_INT ((MPI_Datatype)44)
 #define MPI_LONG_DOUBLE_INT ((MPI_Datatype)45)
+/* Fortran's types (usable from C too); MPI_LOGICAL is a 4-byte Fortran
+ * LOGICAL, .TRUE. == 1 as gfortran stores it. */
+#define MPI_CHARACTER ((MPI_Datatype)46)
+#define MPI_INTEGER ((MPI_Datatype)47)
+#define MPI_REAL ((MPI_Datatype)48)
+#define MPI_DOUBLE_PRECISION ((MPI_Datatype)49)
+#define MPI_COMPLEX ((MPI_Datatype)50)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)51)
+#define MPI_LOGICAL ((MPI_Datatype)52)
+#define MPI_INTEGER1 ((MPI_Datatype)53)
+#define MPI_INTEGER2 ((MPI_Datatype)54)
+#define MPI_INTEGER4 ((MPI_Datatype)55)
+#define MPI_INTEGER8 ((MPI_Datatype)56)
+#define MPI_REAL4 ((MPI_Datatype)57)
+#define MPI_REAL8 ((MPI_Datatype)58)
+#define MPI_2INTEGER ((MPI_Datatype)59)
+#define MPI_2REAL ((MPI_Datatype)60)
+#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)61)
 
 /* ---- constants ---------------------------------------------------------- */
 #define MPI_ANY_SOURCE (-2)
@@ -130,6 +156,35 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 #define MPI_MAX_ERROR_STRING 512
 #define MPI_MAX_LIBRARY_VERSION_STRING 256
 #define MPI_BSEND_OVERHEAD 128
+#define MPI_MAX_OBJECT_NAME 128
+
+/* datatype constructors */
+#define MPI_ORDER_C 0
+#define MPI_ORDER_FORTRAN 1
+#define MPI_DISTRIBUTE_BLOCK 0
+#define MPI_DISTRIBUTE_CYCLIC 1
+#define MPI_DISTRIBUTE_NONE 2
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+#define MPI_TYPECLASS_INTEGER 1
+#define MPI_TYPECLASS_REAL 2
+#define MPI_TYPECLASS_COMPLEX 3
+/* MPI_Type_get_envelope */
+#define MPI_COMBINER_NAMED 1
+#define MPI_COMBINER_DUP 2
+#define MPI_COMBINER_CONTIGUOUS 3
+#define MPI_COMBINER_VECTOR 4
+#define MPI_COMBINER_HVECTOR 5
+#define MPI_COMBINER_INDEXED 6
+#define MPI_COMBINER_HINDEXED 7
+#define MPI_COMBINER_INDEXED_BLOCK 8
+#define MPI_COMBINER_HINDEXED_BLOCK 9
+#define MPI_COMBINER_STRUCT 10
+#define MPI_COMBINER_SUBARRAY 11
+#define MPI_COMBINER_DARRAY 12
+#define MPI_COMBINER_F90_REAL 13
+#define MPI_COMBINER_F90_COMPLEX 14
+#define MPI_COMBINER_F90_INTEGER 15
+#define MPI_COMBINER_RESIZED 16
 
 #define MPI_THREAD_SINGLE 0
 #define MPI_THREAD_FUNNELED 1
@@ -140,6 +195,15 @@ typedef void MPI_User_function(void *invec, void *inoutvec, int *len,
 #define MPI_CONGRUENT 1
 #define MPI_SIMILAR 2
 #define MPI_UNEQUAL 3
+
+/* Topology kinds (MPI_Topo_test), and the weights sentinels of the
+ * distributed graph constructors (never valid addresses; near the top
+ * of the address space, as GCC takes small ones for null pointers). */
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
+#define MPI_UNWEIGHTED ((int *)-2)
+#define MPI_WEIGHTS_EMPTY ((int *)-3)
 
 /* ---- error classes ------------------------------------------------------- */
 #define MPI_SUCCESS 0
@@ -221,6 +285,41 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *request);
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+		 MPI_Status *statuses);
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		  MPI_Comm comm, MPI_Request *request);
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *request);
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *request);
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *request);
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+		  MPI_Comm comm, MPI_Request *request);
+int MPI_Start(MPI_Request *request);
+int MPI_Startall(int count, MPI_Request requests[]);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+	       MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+		MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	      MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	       MPI_Request *request);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+		       MPI_Grequest_free_function *free_fn,
+		       MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+		       MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
 		 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
 		 int source, int recvtag, MPI_Comm comm, MPI_Status *status);
@@ -238,6 +337,52 @@ int MPI_Type_commit(MPI_Datatype *datatype);
 int MPI_Type_free(MPI_Datatype *datatype);
 int MPI_Type_size(MPI_Datatype datatype, int *size);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
+			    MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed(int count, const int blocklengths[],
+			     const MPI_Aint displacements[], MPI_Datatype oldtype,
+			     MPI_Datatype *newtype);
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+				  MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_hindexed_block(int count, int blocklength,
+				   const MPI_Aint displacements[], MPI_Datatype oldtype,
+				   MPI_Datatype *newtype);
+int MPI_Type_create_struct(int count, const int blocklengths[],
+			   const MPI_Aint displacements[], const MPI_Datatype types[],
+			   MPI_Datatype *newtype);
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+			     const int starts[], int order, MPI_Datatype oldtype,
+			     MPI_Datatype *newtype);
+int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
+			   const int distribs[], const int dargs[], const int psizes[],
+			   int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+			    MPI_Datatype *newtype);
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+			     MPI_Aint *true_extent);
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int MPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+			       MPI_Count *true_extent);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+			  int *num_datatypes, int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+			  int max_datatypes, int integers[], MPI_Aint addresses[],
+			  MPI_Datatype datatypes[]);
+int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Get_address(const void *location, MPI_Aint *address);
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
+	     int outsize, int *position, MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+	       MPI_Datatype datatype, MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
 
 /* ---- communicators and groups ------------------------------------------------------ */
 int MPI_Comm_size(MPI_Comm comm, int *size);
@@ -338,6 +483,83 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int MPI_Op_free(MPI_Op *op);
 
+/* ---- Fortran interoperability ----------------------------------------------
+ * Handles are the same integers in C and Fortran, and a Fortran status is
+ * the C struct's MPI_STATUS_SIZE (5) ints, so the conversions copy. */
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+/* The storage of the common blocks behind Fortran's MPI_BOTTOM,
+ * MPI_IN_PLACE, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE (one address per
+ * program), so C code called from Fortran can recognise them. */
+extern MPI_Fint vd_mpi_fbottom_[1];
+extern MPI_Fint vd_mpi_finplace_[1];
+extern MPI_Fint vd_mpi_fstatus_ignore_[5];
+extern MPI_Fint vd_mpi_fstatuses_ignore_[5];
+#define MPI_F_STATUS_IGNORE (vd_mpi_fstatus_ignore_)
+#define MPI_F_STATUSES_IGNORE (vd_mpi_fstatuses_ignore_)
+/* ---- process topologies and neighbourhood collectives ---------------------------- */
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+		    int reorder, MPI_Comm *comm_cart);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+		   int *rank_dest);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+		 int *newrank);
+int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+		     int reorder, MPI_Comm *comm_graph);
+int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		  int *newrank);
+int MPI_Topo_test(MPI_Comm comm, int *status);
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+				   const int sourceweights[], int outdegree,
+				   const int destinations[], const int destweights[],
+				   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+			  const int degrees[], const int destinations[], const int weights[],
+			  MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+				   int *weighted);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+			     int sourceweights[], int maxoutdegree, int destinations[],
+			     int destweights[]);
+int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, const int recvcounts[], const int displs[],
+			    MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			   const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			   void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			   const MPI_Datatype recvtypes[], MPI_Comm comm);
+
 /* ---- profiling interface --------------------------------------------------
  * Every MPI_ function is also PMPI_ (MPI_ is a weak alias of it), so a
  * profiling tool defines MPI_Send, counts, and calls PMPI_Send.  The
@@ -393,6 +615,42 @@ int PMPI_Test_cancelled(const MPI_Status *status, int *flag);
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	        MPI_Comm comm, MPI_Request *request);
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	        MPI_Comm comm, MPI_Request *request);
+int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+		  MPI_Status *statuses);
+int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		   MPI_Comm comm, MPI_Request *request);
+int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		    MPI_Comm comm, MPI_Request *request);
+int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		    MPI_Comm comm, MPI_Request *request);
+int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+		    MPI_Comm comm, MPI_Request *request);
+int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+		   MPI_Comm comm, MPI_Request *request);
+int PMPI_Start(MPI_Request *request);
+int PMPI_Startall(int count, MPI_Request requests[]);
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+	        MPI_Status *status);
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+		 MPI_Status *status);
+int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	       MPI_Status *status);
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+	        MPI_Request *request);
+int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
+			MPI_Grequest_free_function *free_fn,
+			MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
+			MPI_Request *request);
+int PMPI_Grequest_complete(MPI_Request request);
+int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype,
+			       MPI_Count count);
+int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
 		  int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
 		  int source, int recvtag, MPI_Comm comm, MPI_Status *status);
@@ -408,6 +666,52 @@ int PMPI_Type_commit(MPI_Datatype *datatype);
 int PMPI_Type_free(MPI_Datatype *datatype);
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
+			     MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_hindexed(int count, const int blocklengths[],
+			      const MPI_Aint displacements[], MPI_Datatype oldtype,
+			      MPI_Datatype *newtype);
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+				   MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_hindexed_block(int count, int blocklength,
+				    const MPI_Aint displacements[], MPI_Datatype oldtype,
+				    MPI_Datatype *newtype);
+int PMPI_Type_create_struct(int count, const int blocklengths[],
+			    const MPI_Aint displacements[], const MPI_Datatype types[],
+			    MPI_Datatype *newtype);
+int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+			      const int starts[], int order, MPI_Datatype oldtype,
+			      MPI_Datatype *newtype);
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
+			    const int distribs[], const int dargs[], const int psizes[],
+			    int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+			     MPI_Datatype *newtype);
+int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
+			      MPI_Aint *true_extent);
+int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
+int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent);
+int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
+			        MPI_Count *true_extent);
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+			   int *num_datatypes, int *combiner);
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+			   int max_datatypes, int integers[], MPI_Aint addresses[],
+			   MPI_Datatype datatypes[]);
+int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int PMPI_Get_address(const void *location, MPI_Aint *address);
+MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count);
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
+	      int outsize, int *position, MPI_Comm comm);
+int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+	        MPI_Datatype datatype, MPI_Comm comm);
+int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
 int PMPI_Comm_size(MPI_Comm comm, int *size);
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
@@ -503,6 +807,70 @@ int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dat
 		 MPI_Op op, MPI_Comm comm, MPI_Request *request);
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
+int PMPI_Dims_create(int nnodes, int ndims, int dims[]);
+int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+		     int reorder, MPI_Comm *comm_cart);
+int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int PMPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+		    int *rank_dest);
+int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+		  int *newrank);
+int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+		      int reorder, MPI_Comm *comm_graph);
+int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
+int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+		   int *newrank);
+int PMPI_Topo_test(MPI_Comm comm, int *status);
+int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+				    const int sourceweights[], int outdegree,
+				    const int destinations[], const int destweights[],
+				    MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+			   const int degrees[], const int destinations[], const int weights[],
+			   MPI_Info info, int reorder, MPI_Comm *comm_dist_graph);
+int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+				    int *weighted);
+int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+			      int sourceweights[], int maxoutdegree, int destinations[],
+			      int destweights[]);
+int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, const int recvcounts[], const int displs[],
+			     MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm);
+int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			    const MPI_Datatype recvtypes[], MPI_Comm comm);
+
+MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint PMPI_Group_c2f(MPI_Group group);
+MPI_Group PMPI_Group_f2c(MPI_Fint group);
+MPI_Fint PMPI_Request_c2f(MPI_Request request);
+MPI_Request PMPI_Request_f2c(MPI_Fint request);
+MPI_Fint PMPI_Op_c2f(MPI_Op op);
+MPI_Op PMPI_Op_f2c(MPI_Fint op);
+MPI_Fint PMPI_Info_c2f(MPI_Info info);
+MPI_Info PMPI_Info_f2c(MPI_Fint info);
+MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint errhandler);
+int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 
 #ifdef __cplusplus
 }

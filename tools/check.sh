@@ -128,6 +128,13 @@ failure_digest() {
 
 # ---- install smoke test -------------------------------------------------
 
+# The Fortran bindings' files, where a Fortran compiler built them.
+fortran_install_files() {
+	command -v gfortran >/dev/null 2>&1 || return 0
+	echo lib/libviaduct_mpifort.so include/viaduct-mpi/mpif.h \
+		include/viaduct-mpi/mpi.mod bin/vdfort bin/vdf77 bin/vdf90
+}
+
 # The files `make install` promises (docs/build.md).
 check_install_tree() {
 	local prefix=$1 f missing=0
@@ -140,7 +147,7 @@ check_install_tree() {
 		share/man/man3/VipOpenNic.3 share/man/man3/VipCQWait.3 \
 		lib/libviaduct.so lib/libviaduct.so.0 lib/libviaduct.a \
 		lib/pkgconfig/viaduct.pc lib/cmake/viaduct/viaduct-config.cmake \
-		lib/cmake/viaduct/viaduct-config-version.cmake; do
+		lib/cmake/viaduct/viaduct-config-version.cmake $(fortran_install_files); do
 		if [ ! -e "$prefix/$f" ]; then
 			echo "missing from the install: $f" >&2
 			missing=1
@@ -172,6 +179,11 @@ mpi_consumers() {
 	local prefix=$1 tmp=$2 flags
 	env -u LD_LIBRARY_PATH "$prefix/bin/vdcc" -Wall -Werror examples/mpi_hello.c \
 		-o "$tmp/mpi_hello_vdcc" && mpi_run2 "$prefix" "$tmp/mpi_hello_vdcc" || return 1
+	if [ -n "$(fortran_install_files)" ]; then
+		env -u LD_LIBRARY_PATH "$prefix/bin/vdfort" examples/mpi_hello.f90 \
+			-o "$tmp/mpi_hello_vdfort" && mpi_run2 "$prefix" "$tmp/mpi_hello_vdfort" ||
+			return 1
+	fi
 	flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs viaduct-mpi) || return 1
 	echo "pkg-config --cflags --libs viaduct-mpi: $flags"
 	# shellcheck disable=SC2086 # flags are a list of options

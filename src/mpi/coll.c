@@ -62,7 +62,7 @@ int vd_coll_check_buf(const void *buf, int count, MPI_Datatype dt, struct vd_dty
 		return MPI_ERR_COUNT;
 	if (!(*t = vd_dtype_comm(dt)))
 		return MPI_ERR_TYPE;
-	if (!buf && count > 0 && (*t)->size > 0)
+	if (!vd_dtype_buf_ok(*t, buf, count))
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
 }

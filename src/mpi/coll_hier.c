@@ -2,10 +2,10 @@
 /*
  * Collectives that know the hosts (MPICH-PM/CLUMP's cluster of SMPs).  On a
  * communicator whose members live on several nodes, with several members
- * on at least one of them, Barrier, Bcast, Reduce and Allreduce go
- * node-local first (shared memory), then between one leader per node
- * (the fabric), then node-local again: one message crosses the network
- * per node and step instead of one per rank.
+ * on at least one of them, Barrier, Bcast, Reduce, Allreduce and
+ * Allgather go node-local first (shared memory), then between one leader
+ * per node (the fabric), then node-local again: one message crosses the
+ * network per node and step instead of one per rank.
  *
  * The two levels are views of the communicator -- the members on this
  * node, and the leaders (each node's lowest-ranked member) -- run by the
@@ -17,6 +17,8 @@
  * non-commutative op stay flat (the two levels would combine out of rank
  * order).  VIADUCT_MPI_COLL_HIER=0 turns the whole thing off.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,5 +226,94 @@ int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
 	if (!err)
 		err = vd_coll_bcast(out, count, dt, 0, &h->node);
 	free(m);
+	return err;
+}
+
+/* Byte offsets of each node's block of packed pieces (node order, each
+ * node's members in rank order), and the block sizes, for the leaders'
+ * allgatherv. */
+static void node_blocks(const struct vd_hier *h, const struct vd_comm *c, int pb,
+			int *counts, int *displs)
+{
+	int nn = h->leaders.size;
+
+	for (int k = 0; k < nn; k++)
+		counts[k] = 0;
+	for (int i = 0; i < c->size; i++)
+		counts[h->node_of[i]] += pb;
+	displs[0] = 0;
+	for (int k = 1; k < nn; k++)
+		displs[k] = displs[k - 1] + counts[k - 1];
+}
+
+/* The leader: its node's pieces, packed, into its block of all. */
+static int gather_node_pieces(struct vd_hier *h, const struct vd_coll_side *R,
+			      const struct vd_comm *c, char *mine, int pb)
+{
+	MPI_Request *req = malloc((size_t)h->node.size * sizeof(*req));
+	int n = 0, err = MPI_SUCCESS, werr;
+
+	if (!req)
+		return MPI_ERR_NO_MEM;
+	vd_dtype_pack(R->t, (const char *)R->buf + (MPI_Aint)c->rank * R->count * R->t->extent,
+		      R->count, mine);
+	for (int j = 1; j < h->node.size && !err; j++)
+		if (!(err = vd_coll_irecv(mine + (size_t)j * pb, pb, MPI_BYTE, j, &h->node,
+					  &req[n])))
+			n++;
+	werr = vd_coll_waitall(n, req);
+	free(req);
+	return err ? err : werr;
+}
+
+/* Allgather: each node's pieces to its leader (packed), the leaders swap
+ * their nodes' blocks, each leader unpacks every piece into R and
+ * broadcasts R on its node: one block per node crosses the network per
+ * step instead of one piece per rank. */
+int vd_hier_allgather(struct vd_hier *h, const struct vd_coll_side *R, const struct vd_comm *c)
+{
+	long long pb = (long long)R->count * R->t->size;
+	int nn = h->leaders.size, mine = h->node_of[c->rank], err;
+	char *all = NULL;
+	int *counts = NULL, *displs = NULL;
+
+	/* The same answer on every rank: it depends on the signature only. */
+	if (pb * c->size > INT_MAX || (long long)R->count * c->size > INT_MAX)
+		return -ENOTSUP;
+	if (!is_leader(h)) {
+		void *m = NULL;
+		char *piece = vd_dtype_scratch(vd_dtype_get(MPI_BYTE), (int)pb, &m);
+		const char *src = (const char *)R->buf + (MPI_Aint)c->rank * R->count * R->t->extent;
+
+		if (!piece)
+			return MPI_ERR_NO_MEM;
+		vd_dtype_pack(R->t, src, R->count, piece);
+		err = vd_coll_send(piece, (int)pb, MPI_BYTE, 0, &h->node);
+		free(m);
+		/* R is the receive side: writable, whatever the struct says */
+		return err ? err : vd_coll_bcast((void *)R->buf, c->size * R->count, R->dt, 0, &h->node);
+	}
+	all = malloc((size_t)(pb * c->size) + 1);
+	counts = malloc((size_t)nn * sizeof(int));
+	displs = malloc((size_t)nn * sizeof(int));
+	err = all && counts && displs ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+	if (!err) {
+		node_blocks(h, c, (int)pb, counts, displs);
+		err = gather_node_pieces(h, R, c, all + displs[mine], (int)pb);
+	}
+	if (!err) {
+		struct vd_coll_side B = { .buf = all, .vec = true, .counts = counts,
+					  .displs = displs, .dt = MPI_BYTE,
+					  .t = vd_dtype_get(MPI_BYTE) };
+		err = vd_coll_allgather_flat(&B, &h->leaders);
+	}
+	for (int i = 0; i < c->size && !err; i++)
+		vd_dtype_unpack(R->t, all + displs[h->node_of[i]] + h->local_rank[i] * pb,
+				(size_t)pb, (char *)R->buf + (MPI_Aint)i * R->count * R->t->extent);
+	if (!err)
+		err = vd_coll_bcast((void *)R->buf, c->size * R->count, R->dt, 0, &h->node);
+	free(all);
+	free(counts);
+	free(displs);
 	return err;
 }

@@ -19,6 +19,7 @@
  * Packed temporaries count bytes in an int: a subtree carrying more than
  * INT_MAX bytes fails with MPI_ERR_COUNT.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,9 +312,20 @@ static int allgather_rd(const struct vd_coll_side *R, struct vd_comm *c)
 	return err;
 }
 
+/* Every piece already in place in R: the flat algorithms. */
+int vd_coll_allgather_flat(const struct vd_coll_side *R, struct vd_comm *c)
+{
+	if (c->size == 1)
+		return MPI_SUCCESS;
+	if (!R->vec && is_pof2(c->size) && (long long)c->size * R->count <= INT_MAX)
+		return allgather_rd(R, c);
+	return allgather_ring(R, c);
+}
+
 static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c)
 {
+	struct vd_hier *h;
 	int me = c->rank, err;
 
 	(void)root;
@@ -321,11 +333,9 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 	    (err = vd_coll_local_copy(S->buf, S->count, S->t, side_at(R, me), side_count(R, me),
 				      R->t)))
 		return err;
-	if (c->size == 1)
-		return MPI_SUCCESS;
-	if (!R->vec && is_pof2(c->size) && (long long)c->size * R->count <= INT_MAX)
-		return allgather_rd(R, c);
-	return allgather_ring(R, c);
+	if (!R->vec && (h = vd_coll_hier(c)) && (err = vd_hier_allgather(h, R, c)) != -ENOTSUP)
+		return err;
+	return vd_coll_allgather_flat(R, c);
 }
 
 /* ---- Alltoall(v) ---------------------------------------------------------------------- */

@@ -53,6 +53,7 @@ static void comm_release(struct vd_comm *c)
 {
 	if (c && --c->refs == 0) {
 		vd_coll_hier_free(c->hier);
+		vd_topo_free(c->topo);
 		free(c->world);
 		free(c);
 	}
@@ -216,6 +217,7 @@ int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	static const char fn[] = "MPI_Comm_dup";
+	struct vd_topo *topo = NULL;
 	struct vd_comm *c;
 	uint32_t ctx;
 	int rc;
@@ -225,9 +227,14 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 	rc = ctx_agree(comm, &ctx);
 	if (rc != MPI_SUCCESS)
 		return vd_mpi_raise(comm, rc, fn);
+	if (c->topo && !(topo = vd_topo_dup(c->topo)))
+		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, fn);
 	rc = comm_new(c->world, c->size, c->rank, ctx, c->errh, newcomm);
-	if (rc)
+	if (rc) {
+		vd_topo_free(topo);
 		return vd_mpi_raise(comm, vd_mpi_errno(rc), fn);
+	}
+	comms[*newcomm]->topo = topo;   /* the topology comes along */
 	return MPI_SUCCESS;
 }
 

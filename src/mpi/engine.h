@@ -57,8 +57,17 @@ static inline size_t vd_msg_hdr_len(unsigned type)
 }
 
 /* Requests. */
-enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV,
-		   VD_REQ_COLL };          /* a nonblocking collective (nbc_sched.c) */
+enum vd_req_kind {
+	VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV,
+	VD_REQ_PERSIST,                 /* MPI_*_init: Start runs the operation */
+	VD_REQ_GREQ,                    /* MPI_Grequest_start */
+	VD_REQ_COLL,                    /* a nonblocking collective (nbc_sched.c) */
+};
+
+/* What MPI_Start of a persistent request does. */
+enum vd_persist_op { VD_P_RECV, VD_P_SEND, VD_P_SSEND, VD_P_BSEND };
+
+struct vd_greq;
 
 struct vd_req {
 	enum vd_req_kind kind;
@@ -88,6 +97,13 @@ struct vd_req {
 	int parts;                      /* split transfer: halves still moving */
 	struct vd_msg hdr;              /* what to send once a slot frees */
 	struct vd_req *next;            /* posted-receive or send queue */
+	/* persistent (buf, count, t retained, src = peer's comm rank, tag
+	 * and comm describe the operation) */
+	enum vd_persist_op pop;
+	bool active;                    /* started, not yet completed by a
+	                                 * wait or test */
+	MPI_Request inner;              /* the started operation, or NULL */
+	struct vd_greq *greq;           /* generalized: the user's callbacks */
 	struct vd_nbc *nbc;             /* VD_REQ_COLL: its schedule, until done */
 };
 
@@ -103,6 +119,56 @@ struct vd_req *vd_req_new(enum vd_req_kind kind);
 struct vd_req *vd_req_get(MPI_Request handle);
 void vd_req_release(struct vd_req *r);
 void vd_req_complete(struct vd_req *r, int err);
+/* Whether a wait on r would return at once (an inactive persistent
+ * request is ready: it reports an empty status). */
+bool vd_req_ready(struct vd_req *r);
+/* A persistent request not started: waits and tests treat it as null. */
+bool vd_req_inactive(const struct vd_req *r);
+
+/* p2p.c: argument checks shared by the point-to-point files (MPI_ERR_*
+ * class or MPI_SUCCESS). */
+int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int dest, int tag);
+int vd_p2p_check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int src, int tag);
+int vd_p2p_check_source(struct vd_comm *c, int src, int tag);
+/* vd_isend / vd_irecv with the datatype object instead of its handle
+ * (a persistent request keeps the object across MPI_Type_free). */
+int vd_isend_type(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
+		  struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
+		  MPI_Request *req);
+int vd_irecv_type(void *buf, int count, struct vd_dtype *t, int source, int tag,
+		  uint32_t ctx, MPI_Request *req);
+/* A buffered send of comm's user context: MPI_ERR_* or MPI_SUCCESS, not
+ * raised (the arguments are checked). */
+int vd_bsend(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
+	     struct vd_comm *c);
+/* Fill a status from a finished engine request (MPI_STATUS_IGNORE ok);
+ * an empty one for a null or inactive request. */
+void vd_req_status(const struct vd_req *r, MPI_Status *st);
+void vd_empty_status(MPI_Status *st);
+/* Poll the engine until pred(arg) holds, sleeping when idle. */
+void vd_wait_until(bool (*pred)(void *), void *arg);
+
+/* p2p_persist.c: completion of persistent requests.  finish: status and
+ * error of the completed operation, the request stays (inactive);
+ * peek: the same without making it inactive (MPI_Request_get_status). */
+bool vd_persist_ready(struct vd_req *r);
+int vd_persist_finish(struct vd_req *r, MPI_Status *st);
+int vd_persist_peek(struct vd_req *r, MPI_Status *st);
+int vd_persist_cancel(struct vd_req *r);
+void vd_persist_free(struct vd_req *r);
+
+/* p2p_greq.c: generalized requests.  finish releases the request (free_fn
+ * runs) and resets *req. */
+int vd_greq_finish(MPI_Request *req, struct vd_req *r, MPI_Status *st);
+int vd_greq_peek(struct vd_req *r, MPI_Status *st);
+int vd_greq_cancel(struct vd_req *r);
+int vd_greq_free(struct vd_req *r);
+void vd_greq_release(struct vd_req *r);
+
+/* p2p_probe.c: messages taken by MPI_Mprobe and not yet received. */
+void vd_message_finalize(void);
 
 /* place.c: where the ranks live, and the transport to each peer: shm
  * inside a node, ofi across (VIADUCT_MPI_NET).  vd_place_init

@@ -102,6 +102,9 @@ struct vd_dtype *vd_dtype_get(MPI_Datatype dt);
 /* A datatype usable for communication: valid and committed (builtins
  * always are); else NULL. */
 struct vd_dtype *vd_dtype_comm(MPI_Datatype dt);
+/* Whether buf can hold count elements of t: NULL (MPI_BOTTOM) only with
+ * a type of absolute addresses. */
+bool vd_dtype_buf_ok(const struct vd_dtype *t, const void *buf, int count);
 /* Pack count elements at src into dst (contiguous bytes); returns bytes. */
 size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void *dst);
 /* Unpack `bytes` (a multiple of t->size, at most count elements) from src
@@ -123,6 +126,7 @@ bool vd_op_valid(MPI_Op op);
 
 /* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
 struct vd_hier;
+struct vd_topo;
 struct vd_comm {
 	int refs;
 	int rank, size;
@@ -135,9 +139,14 @@ struct vd_comm {
 	bool hier_done;                 /* hier looked for */
 	uint32_t nbc_seq;               /* nonblocking collectives started */
 	struct vd_hier *hier;           /* node-aware views, or NULL: flat */
+	struct vd_topo *topo;           /* process topology, or NULL */
 };
 
 void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
+/* topo.c: free (NULL is fine) and copy (NULL when out of memory) the
+ * topology of a communicator. */
+void vd_topo_free(struct vd_topo *t);
+struct vd_topo *vd_topo_dup(const struct vd_topo *t);
 
 /* NULL for an invalid or freed handle. */
 struct vd_comm *vd_comm_get(MPI_Comm comm);
@@ -152,6 +161,24 @@ struct vd_group {
 	int *world;                     /* group rank -> world rank */
 };
 struct vd_group *vd_group_get(MPI_Group g);
+
+/* ---- statuses ---------------------------------------------------------------------- */
+/* A status's byte count: the low 32 bits in vd_count_lo, the rest above
+ * the cancelled flag (bit 0) of vd_count_hi_cancelled. */
+static inline MPI_Count vd_status_bytes(const MPI_Status *st)
+{
+	uint64_t hi = (uint32_t)st->vd_count_hi_cancelled >> 1;
+
+	return (MPI_Count)((uint64_t)(uint32_t)st->vd_count_lo | hi << 32);
+}
+
+static inline void vd_status_set_bytes(MPI_Status *st, MPI_Count bytes)
+{
+	uint32_t hi = (uint32_t)((uint64_t)bytes >> 32) << 1;
+
+	st->vd_count_lo = (int)(uint32_t)bytes;
+	st->vd_count_hi_cancelled = (int)(hi | ((uint32_t)st->vd_count_hi_cancelled & 1u));
+}
 
 /* ---- point to point engine (p2p.c, proto.c, progress.c) --------------------------- */
 /* Send modes. */

@@ -114,6 +114,8 @@ LOC_KERNELS(li, struct vd_pair_li)
 LOC_KERNELS(ii, struct vd_pair_ii)
 LOC_KERNELS(si, struct vd_pair_si)
 LOC_KERNELS(ldi, struct vd_pair_ldi)
+LOC_KERNELS(ff, struct vd_pair_ff)
+LOC_KERNELS(dd, struct vd_pair_dd)
 
 /* The kernels of one class of ops for datatype dt. */
 #define SET_ARITH(dt, tn)                                                      \
@@ -206,6 +208,27 @@ static void kernels_init(void)
 	SET_LOC(MPI_2INT, ii);
 	SET_LOC(MPI_SHORT_INT, si);
 	SET_LOC(MPI_LONG_DOUBLE_INT, ldi);
+	/* Fortran's types */
+	SET_FLOAT(MPI_INTEGER, i32);
+	SET_BITWISE(MPI_INTEGER, i32);
+	SET_FLOAT(MPI_REAL, f);
+	SET_FLOAT(MPI_DOUBLE_PRECISION, d);
+	SET_ARITH(MPI_COMPLEX, cf);
+	SET_ARITH(MPI_DOUBLE_COMPLEX, cd);
+	SET_LOGICAL(MPI_LOGICAL, i32);
+	SET_FLOAT(MPI_INTEGER1, i8);
+	SET_BITWISE(MPI_INTEGER1, i8);
+	SET_FLOAT(MPI_INTEGER2, i16);
+	SET_BITWISE(MPI_INTEGER2, i16);
+	SET_FLOAT(MPI_INTEGER4, i32);
+	SET_BITWISE(MPI_INTEGER4, i32);
+	SET_FLOAT(MPI_INTEGER8, i64);
+	SET_BITWISE(MPI_INTEGER8, i64);
+	SET_FLOAT(MPI_REAL4, f);
+	SET_FLOAT(MPI_REAL8, d);
+	SET_LOC(MPI_2INTEGER, ii);
+	SET_LOC(MPI_2REAL, ff);
+	SET_LOC(MPI_2DOUBLE_PRECISION, dd);
 	kernels_ready = true;
 }
 

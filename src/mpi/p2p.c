@@ -4,6 +4,7 @@
  * the collectives also use, and the MPI functions built on them.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +84,9 @@ static void set_proc_null_status(struct vd_req *r)
 	vd_req_complete(r, MPI_SUCCESS);
 }
 
-int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-	     struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
-	     MPI_Request *req)
+int vd_isend_type(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
+		  struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
+		  MPI_Request *req)
 {
 	struct vd_req *r = vd_req_new(VD_REQ_SEND);
 	int err;
@@ -97,7 +98,7 @@ int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		set_proc_null_status(r);
 		return 0;
 	}
-	r->t = vd_dtype_get(dt);
+	r->t = t;
 	r->bytes = (size_t)count * (size_t)r->t->size;
 	r->peer = comm->world[dest];
 	r->mode = mode;
@@ -119,13 +120,20 @@ int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	return 0;
 }
 
-int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
-	     struct vd_comm *comm, uint32_t ctx, MPI_Request *req)
+int vd_isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	     struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
+	     MPI_Request *req)
+{
+	return vd_isend_type(buf, count, vd_dtype_get(dt), dest, tag, comm, ctx, mode, req);
+}
+
+/* Ranks in the messages are comm ranks: the receive needs only ctx. */
+int vd_irecv_type(void *buf, int count, struct vd_dtype *t, int source, int tag,
+		  uint32_t ctx, MPI_Request *req)
 {
 	struct vd_req *r = vd_req_new(VD_REQ_RECV);
 	struct vd_unexp *u;
 
-	(void)comm;                     /* ranks in the message are comm ranks */
 	if (!r)
 		return -ENOMEM;
 	*req = (MPI_Request)r->id;
@@ -138,8 +146,7 @@ int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	r->tag = tag;
 	r->buf = buf;
 	r->count = count;
-	r->dt = dt;
-	r->t = vd_dtype_get(dt);
+	r->t = t;
 	vd_dtype_retain(r->t);          /* MPI_Type_free may come first */
 	r->bytes = (size_t)count * (size_t)r->t->size;
 	u = vd_unexp_find(ctx, source, tag, true);
@@ -153,7 +160,14 @@ int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	return 0;
 }
 
-static void copy_status(const struct vd_req *r, MPI_Status *st)
+int vd_irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
+	     struct vd_comm *comm, uint32_t ctx, MPI_Request *req)
+{
+	(void)comm;
+	return vd_irecv_type(buf, count, vd_dtype_get(dt), source, tag, ctx, req);
+}
+
+void vd_req_status(const struct vd_req *r, MPI_Status *st)
 {
 	if (st == MPI_STATUS_IGNORE)
 		return;
@@ -161,18 +175,23 @@ static void copy_status(const struct vd_req *r, MPI_Status *st)
 	st->MPI_ERROR = r->err;
 }
 
-/* Hand back a finished request: status, error, handle reset. */
+/* Hand back a finished request: status, error, handle reset -- except
+ * for a persistent request, which stays allocated (inactive). */
 static int finish(MPI_Request *req, struct vd_req *r, MPI_Status *st)
 {
 	int err = r->err;
 
-	copy_status(r, st);
+	if (r->kind == VD_REQ_PERSIST)
+		return vd_persist_finish(r, st);
+	if (r->kind == VD_REQ_GREQ)
+		return vd_greq_finish(req, r, st);
+	vd_req_status(r, st);
 	vd_req_release(r);
 	*req = MPI_REQUEST_NULL;
 	return err;
 }
 
-static void empty_status(MPI_Status *st)
+void vd_empty_status(MPI_Status *st)
 {
 	if (st == MPI_STATUS_IGNORE)
 		return;
@@ -189,15 +208,23 @@ int vd_wait(MPI_Request *req, MPI_Status *st)
 	struct vd_idle idle = { 0 };
 
 	if (*req == MPI_REQUEST_NULL) {
-		empty_status(st);
+		vd_empty_status(st);
 		return MPI_SUCCESS;
 	}
 	r = vd_req_get(*req);
 	if (!r)
 		return MPI_ERR_REQUEST;
-	while (!r->done)
+	while (!vd_req_ready(r))
 		wait_step(&idle);
 	return finish(req, r, st);
+}
+
+void vd_wait_until(bool (*pred)(void *), void *arg)
+{
+	struct vd_idle idle = { 0 };
+
+	while (!pred(arg))
+		wait_step(&idle);
 }
 
 static MPI_Status *status_at(MPI_Status *sts, int i)
@@ -227,12 +254,12 @@ static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datat
 		return MPI_ERR_COUNT;
 	if (!vd_dtype_comm(dt))
 		return MPI_ERR_TYPE;
-	if (!buf && count > 0 && vd_dtype_get(dt)->size > 0)
+	if (!vd_dtype_buf_ok(vd_dtype_get(dt), buf, count))
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
 }
 
-static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
 		      int dest, int tag)
 {
 	int e = check_common(c, buf, count, dt);
@@ -247,7 +274,7 @@ static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatyp
 }
 
 /* Source and tag of a receive or probe (wildcards allowed). */
-static int check_source(struct vd_comm *c, int src, int tag)
+int vd_p2p_check_source(struct vd_comm *c, int src, int tag)
 {
 	if (!c)
 		return MPI_ERR_COMM;
@@ -258,12 +285,12 @@ static int check_source(struct vd_comm *c, int src, int tag)
 	return MPI_SUCCESS;
 }
 
-static int check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+int vd_p2p_check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
 		      int src, int tag)
 {
 	int e = check_common(c, buf, count, dt);
 
-	return e ? e : check_source(c, src, tag);
+	return e ? e : vd_p2p_check_source(c, src, tag);
 }
 
 /* ---- MPI: sends and receives --------------------------------------------------------- */
@@ -276,7 +303,7 @@ static int isend_api(const void *buf, int count, MPI_Datatype dt, int dest, int 
 	int e;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	e = check_send(c, buf, count, dt, dest, tag);
+	e = vd_p2p_check_send(c, buf, count, dt, dest, tag);
 	if (!e && !req)
 		e = MPI_ERR_ARG;
 	if (!e && vd_isend(buf, count, dt, dest, tag, c, c->ctx, mode, req))
@@ -297,7 +324,7 @@ static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int 
 	int peer, err;
 
 	if (__atomic_load_n(&vd_mpi.phase, __ATOMIC_RELAXED) != VD_MPI_RUNNING ||
-	    check_send(c, buf, count, dt, dest, tag) || dest == MPI_PROC_NULL)
+	    vd_p2p_check_send(c, buf, count, dt, dest, tag) || dest == MPI_PROC_NULL)
 		return -1;
 	t = vd_dtype_get(dt);
 	peer = c->world[dest];
@@ -358,6 +385,14 @@ int PMPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, req, "MPI_Issend");
 }
 
+/* A ready send may be sent as a standard one. */
+#pragma weak MPI_Irsend = PMPI_Irsend
+int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *req)
+{
+	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, req, "MPI_Irsend");
+}
+
 #pragma weak MPI_Irecv = PMPI_Irecv
 int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	      MPI_Comm comm, MPI_Request *req)
@@ -366,7 +401,7 @@ int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Irecv");
-	e = check_recv(c, buf, count, dt, source, tag);
+	e = vd_p2p_check_recv(c, buf, count, dt, source, tag);
 	if (!e && !req)
 		e = MPI_ERR_ARG;
 	if (!e && vd_irecv(buf, count, dt, source, tag, c, c->ctx, req))
@@ -472,33 +507,61 @@ int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test");
 	if (*req == MPI_REQUEST_NULL) {
 		*flag = 1;
-		empty_status(st);
+		vd_empty_status(st);
 		return MPI_SUCCESS;
 	}
 	r = vd_req_get(*req);
 	if (!r)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Test");
-	if (!r->done)
+	if (!vd_req_ready(r))
 		vd_progress(false);
-	*flag = r->done;
-	if (!r->done)
+	*flag = vd_req_ready(r);
+	if (!*flag)
 		return MPI_SUCCESS;
 	MPI_Comm comm = req_comm(*req);
 	return vd_mpi_raise(comm, finish(req, r, st), "MPI_Test");
 }
 
+/* Like MPI_Test, but the request stays as it is (not freed, and a
+ * persistent one stays active). */
+#pragma weak MPI_Request_get_status = PMPI_Request_get_status
+int PMPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
+{
+	struct vd_req *r;
+
+	VD_MPI_CHECK_RUNNING("MPI_Request_get_status");
+	if (!flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Request_get_status");
+	if (req == MPI_REQUEST_NULL) {
+		*flag = 1;
+		vd_empty_status(st);
+		return MPI_SUCCESS;
+	}
+	if (!(r = vd_req_get(req)))
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_get_status");
+	if (!vd_req_ready(r))
+		vd_progress(false);
+	*flag = vd_req_ready(r);
+	if (!*flag)
+		return MPI_SUCCESS;
+	int err = r->kind == VD_REQ_PERSIST ? vd_persist_peek(r, st)
+		: r->kind == VD_REQ_GREQ    ? vd_greq_peek(r, st)
+					    : (vd_req_status(r, st), r->err);
+	return vd_mpi_raise(req_comm(req), err, "MPI_Request_get_status");
+}
+
 /* Index of a finished request among reqs (MPI_UNDEFINED if all are
- * null), or -1 if none finished yet. */
+ * null or inactive), or -1 if none finished yet. */
 static int find_done(int n, MPI_Request reqs[])
 {
 	bool any = false;
 
 	for (int i = 0; i < n; i++) {
 		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] == MPI_REQUEST_NULL)
+		if (reqs[i] == MPI_REQUEST_NULL || (r && vd_req_inactive(r)))
 			continue;
 		any = true;
-		if (!r || r->done)
+		if (!r || vd_req_ready(r))
 			return i;
 	}
 	return any ? -1 : MPI_UNDEFINED;
@@ -517,7 +580,7 @@ int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *s
 	*flag = i != -1;
 	*index = i < 0 ? MPI_UNDEFINED : i;
 	if (i == MPI_UNDEFINED)
-		empty_status(st);
+		vd_empty_status(st);
 	if (i < 0)
 		return MPI_SUCCESS;
 	MPI_Comm comm = req_comm(reqs[i]);
@@ -537,7 +600,7 @@ int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 		wait_step(&idle);
 	*index = i;
 	if (i == MPI_UNDEFINED) {
-		empty_status(st);
+		vd_empty_status(st);
 		return MPI_SUCCESS;
 	}
 	MPI_Comm comm = req_comm(reqs[i]);
@@ -553,7 +616,7 @@ int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 	vd_progress(false);
 	for (int i = 0; i < n; i++) {
 		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] != MPI_REQUEST_NULL && r && !r->done) {
+		if (reqs[i] != MPI_REQUEST_NULL && r && !vd_req_ready(r)) {
 			*flag = 0;
 			return MPI_SUCCESS;
 		}
@@ -563,7 +626,8 @@ int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Testall");
 }
 
-/* The finished ones among reqs (all, if some are finished). */
+/* The finished ones among reqs (all, if some are finished); null and
+ * inactive requests do not count. */
 static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 			MPI_Status *sts)
 {
@@ -571,10 +635,10 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 
 	for (int i = 0; i < n; i++) {
 		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] == MPI_REQUEST_NULL)
+		if (reqs[i] == MPI_REQUEST_NULL || (r && vd_req_inactive(r)))
 			continue;
 		live++;
-		if (r && !r->done)
+		if (r && !vd_req_ready(r))
 			continue;
 		if (vd_wait(&reqs[i], status_at(sts, k)) != MPI_SUCCESS)
 			err = MPI_ERR_IN_STATUS;
@@ -598,6 +662,17 @@ int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Statu
 	return vd_mpi_raise(MPI_COMM_WORLD, e, "MPI_Waitsome");
 }
 
+#pragma weak MPI_Testsome = PMPI_Testsome
+int PMPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
+{
+	VD_MPI_CHECK_RUNNING("MPI_Testsome");
+	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome");
+	vd_progress(false);
+	return vd_mpi_raise(MPI_COMM_WORLD, collect_done(n, reqs, outcount, idx, sts),
+			    "MPI_Testsome");
+}
+
 #pragma weak MPI_Request_free = PMPI_Request_free
 int PMPI_Request_free(MPI_Request *req)
 {
@@ -610,16 +685,23 @@ int PMPI_Request_free(MPI_Request *req)
 	 * the request stays valid. */
 	if (r->kind == VD_REQ_COLL)
 		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Request_free");
-	if (r->done)
+	*req = MPI_REQUEST_NULL;
+	if (r->kind == VD_REQ_PERSIST)
+		vd_persist_free(r);
+	else if (r->kind == VD_REQ_GREQ)
+		return vd_mpi_raise(MPI_COMM_WORLD, vd_greq_free(r), "MPI_Request_free");
+	else if (r->done)
 		vd_req_release(r);
 	else
 		r->freed = true;        /* released when it completes */
-	*req = MPI_REQUEST_NULL;
 	return MPI_SUCCESS;
 }
 
 /* Receives that have not matched can be cancelled; sends cannot (the
- * standard allows a cancel to fail: the send then completes normally). */
+ * standard allows a cancel to fail: the send then completes normally).
+ * A sent message may already sit in the receiver's unexpected queue, or
+ * be copied out of it by a probe, so only the receiver could withdraw
+ * it -- that would take a round trip the engine does not have. */
 #pragma weak MPI_Cancel = PMPI_Cancel
 int PMPI_Cancel(MPI_Request *req)
 {
@@ -628,6 +710,10 @@ int PMPI_Cancel(MPI_Request *req)
 	VD_MPI_CHECK_RUNNING("MPI_Cancel");
 	if (!req || !(r = vd_req_get(*req)))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
+	if (r->kind == VD_REQ_PERSIST)
+		return vd_mpi_raise(req_comm(*req), vd_persist_cancel(r), "MPI_Cancel");
+	if (r->kind == VD_REQ_GREQ)
+		return vd_mpi_raise(req_comm(*req), vd_greq_cancel(r), "MPI_Cancel");
 	if (r->kind == VD_REQ_COLL)     /* collectives cannot be cancelled */
 		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Cancel");
 	if (r->kind == VD_REQ_RECV && !r->done && vd_unpost_recv(r)) {
@@ -657,11 +743,11 @@ int PMPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count");
 	if (!t)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count");
-	if (t->size == 0)
-		*count = 0;
-	else
-		*count = st->vd_count_lo % t->size ? MPI_UNDEFINED
-						    : (int)(st->vd_count_lo / t->size);
+	MPI_Count bytes = vd_status_bytes(st), n = t->size ? bytes / t->size : 0;
+
+	/* A zero-size type received nothing countable: 0 (the standard's
+	 * choice); a partial element or a count beyond int: MPI_UNDEFINED. */
+	*count = (t->size && bytes % t->size) || n > INT_MAX ? MPI_UNDEFINED : (int)n;
 	return MPI_SUCCESS;
 }
 
@@ -686,14 +772,14 @@ int PMPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Iprobe");
-	e = check_source(c, src, tag);
+	e = vd_p2p_check_source(c, src, tag);
 	if (!e && !flag)
 		e = MPI_ERR_ARG;
 	if (e)
 		return vd_mpi_raise(comm, e, "MPI_Iprobe");
 	if (src == MPI_PROC_NULL) {
 		*flag = 1;
-		empty_status(st);
+		vd_empty_status(st);
 		if (st != MPI_STATUS_IGNORE)
 			st->MPI_SOURCE = MPI_PROC_NULL;
 		return MPI_SUCCESS;
@@ -715,119 +801,6 @@ int PMPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 	while ((e = PMPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
 		wait_step(&idle);
 	return e;
-}
-
-/* ---- buffered sends ------------------------------------------------------------------------ */
-
-static struct {
-	void *buf;
-	int size;
-	size_t used;
-	MPI_Request *pending;           /* the copies' send requests */
-	size_t *charged;
-	int npending, cap;
-} bsend;
-
-static void bsend_reap(bool all)
-{
-	int k = 0;
-
-	for (int i = 0; i < bsend.npending; i++) {
-		struct vd_req *r = vd_req_get(bsend.pending[i]);
-		if (all || !r || r->done) {
-			vd_wait(&bsend.pending[i], MPI_STATUS_IGNORE);
-			bsend.used -= bsend.charged[i];
-			continue;
-		}
-		bsend.pending[k] = bsend.pending[i];
-		bsend.charged[k++] = bsend.charged[i];
-	}
-	bsend.npending = k;
-}
-
-#pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
-int PMPI_Buffer_attach(void *buf, int size)
-{
-	VD_MPI_CHECK_RUNNING("MPI_Buffer_attach");
-	if (bsend.buf || size < 0 || (!buf && size))
-		return vd_mpi_raise(MPI_COMM_WORLD, bsend.buf ? MPI_ERR_BUFFER : MPI_ERR_ARG,
-				    "MPI_Buffer_attach");
-	bsend.buf = buf;
-	bsend.size = size;
-	bsend.used = 0;
-	return MPI_SUCCESS;
-}
-
-#pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
-int PMPI_Buffer_detach(void *buf_addr, int *size)
-{
-	VD_MPI_CHECK_RUNNING("MPI_Buffer_detach");
-	if (!buf_addr || !size)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Buffer_detach");
-	bsend_reap(true);               /* blocks until every copy is sent */
-	*(void **)buf_addr = bsend.buf;
-	*size = bsend.size;
-	bsend.buf = NULL;
-	bsend.size = 0;
-	free(bsend.pending);
-	free(bsend.charged);
-	memset(&bsend, 0, sizeof(bsend));
-	return MPI_SUCCESS;
-}
-
-/* The message is packed into a private copy at once (accounted against
- * the attached buffer's size), so the call returns as soon as the copy is
- * made, whatever the receiver does. */
-#pragma weak MPI_Bsend = PMPI_Bsend
-int PMPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
-{
-	struct vd_comm *c = vd_comm_get(comm);
-	struct vd_dtype *t;
-	size_t bytes, need;
-	void *copy;
-	int e;
-
-	VD_MPI_CHECK_RUNNING("MPI_Bsend");
-	e = check_send(c, buf, count, dt, dest, tag);
-	if (e)
-		return vd_mpi_raise(comm, e, "MPI_Bsend");
-	bsend_reap(false);
-	t = vd_dtype_get(dt);
-	bytes = (size_t)count * (size_t)t->size;
-	need = bytes + MPI_BSEND_OVERHEAD;
-	if (bsend.used + need > (size_t)bsend.size)
-		return vd_mpi_raise(comm, MPI_ERR_BUFFER, "MPI_Bsend");
-	if (bsend.npending == bsend.cap) {
-		int ncap = bsend.cap ? bsend.cap * 2 : 16;
-		MPI_Request *np = realloc(bsend.pending, (size_t)ncap * sizeof(*np));
-		size_t *nc = np ? realloc(bsend.charged, (size_t)ncap * sizeof(*nc)) : NULL;
-		if (np)
-			bsend.pending = np;
-		if (!np || !nc)
-			return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
-		bsend.charged = nc;
-		bsend.cap = ncap;
-	}
-	copy = malloc(bytes + 1);
-	if (!copy)
-		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
-	vd_dtype_pack(t, buf, count, copy);
-	e = vd_isend(copy, (int)bytes, MPI_BYTE, dest, tag, c, c->ctx, VD_SEND_STD,
-		     &bsend.pending[bsend.npending]);
-	if (e) {
-		free(copy);
-		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Bsend");
-	}
-	/* The request owns the copy until it completes (an eager one already
-	 * has: its bytes sit in a send slot). */
-	struct vd_req *r = vd_req_get(bsend.pending[bsend.npending]);
-	if (r->done)
-		free(copy);
-	else
-		r->tmp = copy;
-	bsend.charged[bsend.npending++] = need;
-	bsend.used += need;
-	return MPI_SUCCESS;
 }
 
 /* ---- helpers for the collectives ------------------------------------------------------------ */

@@ -68,8 +68,11 @@ struct vd_req *vd_req_get(MPI_Request handle)
 
 void vd_req_release(struct vd_req *r)
 {
-	if (r->kind == VD_REQ_RECV && r->t)
+	/* receives and persistent requests retained their datatype */
+	if ((r->kind == VD_REQ_RECV || r->kind == VD_REQ_PERSIST) && r->t)
 		vd_dtype_release(r->t);
+	if (r->kind == VD_REQ_GREQ)
+		vd_greq_release(r);
 	r->t = NULL;
 	r->kind = VD_REQ_FREE;
 	freelist[nfree++] = r->id - 1;
@@ -87,10 +90,31 @@ void vd_req_complete(struct vd_req *r, int err)
 		vd_req_release(r);      /* MPI_Request_free'd before it ended */
 }
 
+/* A generalized request may be completed by another thread of the
+ * program while this one polls (the waits re-check between bounded
+ * sleeps), hence the atomic read. */
+bool vd_req_ready(struct vd_req *r)
+{
+	if (r->kind == VD_REQ_PERSIST)
+		return vd_persist_ready(r);
+	if (r->kind == VD_REQ_GREQ)
+		return __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+	return r->done;
+}
+
+bool vd_req_inactive(const struct vd_req *r)
+{
+	return r->kind == VD_REQ_PERSIST && !r->active;
+}
+
 void vd_req_finalize(void)
 {
-	for (uint32_t i = 0; i < nreqs; i++)
+	vd_message_finalize();
+	for (uint32_t i = 0; i < nreqs; i++) {
+		if (reqs[i]->kind == VD_REQ_GREQ)
+			vd_greq_release(reqs[i]);
 		free(reqs[i]);
+	}
 	free(reqs);
 	free(freelist);
 	reqs = NULL;

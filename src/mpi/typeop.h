@@ -16,6 +16,9 @@ struct vd_pair_li { long v; int i; };
 struct vd_pair_ii { int v; int i; };
 struct vd_pair_si { short v; int i; };
 struct vd_pair_ldi { long double v; int i; };
+/* Fortran's pairs hold the index in the value's type. */
+struct vd_pair_ff { float v; float i; };
+struct vd_pair_dd { double v; double i; };
 
 /* Keep t alive while a request uses it (MPI_Type_free may come first);
  * release frees it after the last user. */
@@ -82,6 +85,13 @@ int vd_hier_reduce(struct vd_hier *h, const void *in, void *out, int count,
 		   MPI_Datatype dt, MPI_Op op, int root, const struct vd_comm *c);
 int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
 		      MPI_Datatype dt, MPI_Op op);
+
+struct vd_coll_side;
+/* Allgather with every rank's own piece already in place in R (uniform:
+ * -ENOTSUP when the sizes do not fit the node-aware algorithm, which
+ * changes nothing; the caller goes flat). */
+int vd_hier_allgather(struct vd_hier *h, const struct vd_coll_side *R, const struct vd_comm *c);
+int vd_coll_allgather_flat(const struct vd_coll_side *R, struct vd_comm *c);
 
 /* One side (send or receive) of a collective that moves pieces (rank i's
  * piece: counts[i] elements at displs[i], or `count` at i * count).  t is

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Single-process unit test of src/mpi/dtype.c and src/mpi/op.c, linked
- * with those two objects only (the rest of the MPI library is stubbed):
+ * Single-process unit test of the datatype files (src/mpi/dtype.c,
+ * dtype_make.c, dtype_array.c, dtype_query.c) and src/mpi/op.c, linked with
+ * those objects only (the rest of the MPI library is stubbed):
  *   cc -std=c11 -D_GNU_SOURCE -Iinclude -Isrc/mpi tests/mpi/unit_dtype_op.c \
- *      src/mpi/dtype.c src/mpi/op.c -o unit_dtype_op && ./unit_dtype_op
+ *      src/mpi/dtype.c src/mpi/dtype_make.c src/mpi/dtype_array.c \
+ *      src/mpi/dtype_query.c src/mpi/op.c -o unit_dtype_op && ./unit_dtype_op
  * Exit 0 pass, 1 fail.
  */
 #include <complex.h>
@@ -264,12 +266,43 @@ static void test_user_ops(void)
 	MPI_Op_free(&op2);
 }
 
+/* Flattening merges adjacent blocks: a million adjacent elements are one
+ * block, not a million; types with a reference to a freed type still work. */
+static void test_merge(void)
+{
+	MPI_Datatype c3, v, h, s, r;
+	const struct vd_dtype *t;
+
+	CHECK(MPI_Type_vector(1 << 20, 1, 1, MPI_INT, &v) == MPI_SUCCESS);
+	t = vd_dtype_get(v);
+	CHECK(t->nblocks <= 1 && t->contig && t->size == 4 << 20);
+	MPI_Type_free(&v);
+	CHECK(MPI_Type_contiguous(3, MPI_INT, &c3) == MPI_SUCCESS);
+	CHECK(MPI_Type_vector(1 << 20, 2, 2, c3, &v) == MPI_SUCCESS);
+	t = vd_dtype_get(v);
+	CHECK(t->nblocks == 1 && t->size == 24L << 20 && t->basic == MPI_INT);
+	CHECK(MPI_Type_create_hvector(1 << 20, 1, 12, c3, &h) == MPI_SUCCESS);
+	CHECK(vd_dtype_get(h)->nblocks == 1);
+	/* A strided vector cannot merge: one block per element. */
+	CHECK(MPI_Type_vector(1000, 1, 2, MPI_INT, &r) == MPI_SUCCESS);
+	CHECK(vd_dtype_get(r)->nblocks == 1000);
+	CHECK(MPI_Type_create_struct(2, (int[]){ 1, 2 }, (MPI_Aint[]){ 0, 12 },
+				     (MPI_Datatype[]){ c3, MPI_INT }, &s) == MPI_SUCCESS);
+	MPI_Type_free(&c3);
+	CHECK(vd_dtype_get(s)->nblocks == 1 && vd_dtype_get(s)->size == 20);
+	MPI_Type_free(&v);
+	MPI_Type_free(&h);
+	MPI_Type_free(&r);
+	MPI_Type_free(&s);
+}
+
 int main(void)
 {
 	vd_dtype_init();
 	test_builtins();
 	test_errors();
 	test_derived();
+	test_merge();
 	test_ops();
 	test_ops_derived();
 	test_user_ops();

@@ -5,8 +5,10 @@
  * without the MPI engine.
  *
  *   vdrun_probe kvs [VALUE_LEN]   every rank puts a value derived from its
- *                                 rank and the job id, fences, and checks
- *                                 every other rank's; prints
+ *                                 rank and the job id (after another value
+ *                                 under the same key) and 80 more keys,
+ *                                 fences, and checks every other rank's;
+ *                                 prints
  *                                 "rank R size S jobid J ok"
  *   vdrun_probe singleton         without a launcher: rank 0 of 1
  *   vdrun_probe exit R CODE       rank R exits CODE after init; the others
@@ -51,6 +53,39 @@ static void value_of(int r, char *out, size_t len)
 	out[len - 1] = '\0';
 }
 
+/* Enough keys per rank that the launcher's store grows several times. */
+#define PROBE_MANY 80
+
+static int put_many(void)
+{
+	char key[48], val[96];
+	int err = 0;
+
+	for (int k = 0; k < PROBE_MANY && !err; k++) {
+		snprintf(key, sizeof(key), "many-%d-%d", rank, k);
+		snprintf(val, sizeof(val), "%d:%d:%s", rank, k, jobid);
+		err = vd_pmi_put(key, val);
+	}
+	return err;
+}
+
+static int get_many(void)
+{
+	char key[48], want[96], got[96];
+
+	for (int r = 0; r < size; r++)
+		for (int k = 0; k < PROBE_MANY; k++) {
+			snprintf(key, sizeof(key), "many-%d-%d", r, k);
+			snprintf(want, sizeof(want), "%d:%d:%s", r, k, jobid);
+			if (vd_pmi_get(key, got, sizeof(got)) != 0 || strcmp(got, want) != 0) {
+				fprintf(stderr, "vdrun_probe: rank %d: wrong or no value for %s\n",
+					rank, key);
+				return 1;
+			}
+		}
+	return 0;
+}
+
 static int mode_kvs(size_t vlen)
 {
 	char key[32], want[1100], got[1100];
@@ -60,10 +95,15 @@ static int mode_kvs(size_t vlen)
 		vlen = 64;
 	value_of(rank, want, vlen + 1);
 	snprintf(key, sizeof(key), "probe-%d", rank);
-	if ((err = vd_pmi_put(key, want)) != 0)
+	if ((err = vd_pmi_put(key, "to-be-replaced")) != 0 ||
+	    (err = vd_pmi_put(key, want)) != 0)
 		die("put", err);
+	if ((err = put_many()) != 0)
+		die("put of many keys", err);
 	if ((err = vd_pmi_fence()) != 0)
 		die("fence", err);
+	if (get_many() != 0)
+		return 1;
 	for (int r = 0; r < size; r++) {
 		snprintf(key, sizeof(key), "probe-%d", r);
 		value_of(r, want, vlen + 1);

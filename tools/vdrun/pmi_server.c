@@ -29,12 +29,62 @@ struct attrs {
 
 /* ---- the job's key-value space ------------------------------------------- */
 
+/* Every rank gets every other rank's keys at start-up, so lookups must
+ * not scan: a hash index (open addressing, linear probing) over the
+ * entries, twice their capacity so it stays at most half full. */
+static uint32_t kvs_hash(const char *key)
+{
+	uint32_t h = 2166136261u;       /* FNV-1a */
+
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h;
+}
+
+static uint32_t *kvs_slot(uint32_t *idx, size_t nslots, const struct kv *kvs,
+			  const char *key)
+{
+	size_t mask = nslots - 1;
+
+	for (size_t i = kvs_hash(key) & mask;; i = (i + 1) & mask)
+		if (!idx[i] || strcmp(kvs[idx[i] - 1].key, key) == 0)
+			return &idx[i];
+}
+
 static struct kv *kvs_find(struct job *job, const char *key)
 {
+	uint32_t *slot;
+
+	if (!job->kvidx)
+		return NULL;
+	slot = kvs_slot(job->kvidx, 2 * job->cap, job->kvs, key);
+	return *slot ? &job->kvs[*slot - 1] : NULL;
+}
+
+/* Room for one more entry: entries and index grown together. */
+static int kvs_grow(struct job *job)
+{
+	size_t cap = job->cap ? job->cap * 2 : 64;
+	struct kv *n;
+	uint32_t *idx;
+
+	if (job->nkvs < job->cap)
+		return 0;
+	if (cap > KVS_MAX_ENTRIES)
+		return -1;
+	n = realloc(job->kvs, cap * sizeof(*n));
+	if (!n)
+		return -1;
+	job->kvs = n;
+	idx = calloc(2 * cap, sizeof(*idx));
+	if (!idx)
+		return -1;
 	for (size_t i = 0; i < job->nkvs; i++)
-		if (strcmp(job->kvs[i].key, key) == 0)
-			return &job->kvs[i];
-	return NULL;
+		*kvs_slot(idx, 2 * cap, n, n[i].key) = (uint32_t)i + 1;
+	free(job->kvidx);
+	job->kvidx = idx;
+	job->cap = cap;
+	return 0;
 }
 
 /* 0, or -1 when full or out of memory. */
@@ -50,23 +100,13 @@ static int kvs_put(struct job *job, const char *key, const char *val)
 		kv->val = v;
 		return 0;
 	}
-	if (job->nkvs == job->cap) {
-		size_t cap = job->cap ? job->cap * 2 : 64;
-		struct kv *n = cap <= KVS_MAX_ENTRIES ? realloc(job->kvs, cap * sizeof(*n)) : NULL;
-
-		if (!n) {
-			free(v);
-			return -1;
-		}
-		job->kvs = n;
-		job->cap = cap;
-	}
-	job->kvs[job->nkvs].key = strdup(key);
-	if (!job->kvs[job->nkvs].key) {
+	if (kvs_grow(job) != 0 || !(job->kvs[job->nkvs].key = strdup(key))) {
 		free(v);
 		return -1;
 	}
-	job->kvs[job->nkvs++].val = v;
+	job->kvs[job->nkvs].val = v;
+	*kvs_slot(job->kvidx, 2 * job->cap, job->kvs, key) = (uint32_t)job->nkvs + 1;
+	job->nkvs++;
 	return 0;
 }
 
@@ -77,6 +117,7 @@ void kvs_free(struct job *job)
 		free(job->kvs[i].val);
 	}
 	free(job->kvs);
+	free(job->kvidx);
 }
 
 /* ---- replies ------------------------------------------------------------- */

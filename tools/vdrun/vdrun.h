@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -158,6 +159,8 @@ struct job {
 	int in_barrier;         /* ranks waiting in the current barrier */
 	struct kv *kvs;
 	size_t nkvs, cap;
+	uint32_t *kvidx;                /* hash index into kvs: entry + 1, 0 empty;
+	                                 * 2 * cap slots (pmi_server.c) */
 	int sigfd;
 	sigset_t oldmask;       /* what children get */
 	bool stopping, killed;
