@@ -210,8 +210,10 @@ int vd_coll_sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest,
 		     void *rbuf, int rcount, MPI_Datatype rdt, int src, struct vd_comm *c);
 
 /* The tag collectives use on their context (user tags never reach it).
- * Tags from 1 up there belong to the nonblocking collectives, one per
- * collective started on the communicator (nbc_sched.c). */
+ * Tags from VD_NBC_TAG_FIRST up there belong to the nonblocking
+ * collectives, one per collective started on the communicator
+ * (nbc_sched.c); the neighbourhood collectives use a few from 0x4e00. */
 #define VD_COLL_TAG 0
+#define VD_NBC_TAG_FIRST 0x10000
 
 #endif /* VIADUCT_MPI_INTERNAL_H */

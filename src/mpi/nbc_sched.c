@@ -84,8 +84,10 @@ struct vd_nbc *vd_nbc_new(struct vd_comm *c)
 		return NULL;
 	s->c = c;
 	c->refs++;
-	/* Tags from 1 up: VD_COLL_TAG (0) is the blocking collectives'. */
-	s->tag = (int)(c->nbc_seq++ % (uint32_t)(INT_MAX - 1)) + 1;
+	/* A tag range of their own on the collective context (see
+	 * VD_NBC_TAG_FIRST); it wraps after 2^31 - 2^16 collectives. */
+	s->tag = VD_NBC_TAG_FIRST +
+		 (int)(c->nbc_seq++ % (uint32_t)(INT_MAX - VD_NBC_TAG_FIRST));
 	return s;
 }
 

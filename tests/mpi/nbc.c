@@ -743,6 +743,19 @@ static void test_mixed(void)
 	CHECK(b1[0] == 41 && b1[3] == 41, "ibcast");
 	CHECK(b2[0] == 42 && b2[3] == 42, "bcast");
 	CHECK(me != 0 || pre == n * (n + 1) / 2, "reduce %d", pre);
+	/* A neighbourhood collective (periodic ring) between a nonblocking
+	 * collective's start and its completion, on the same communicator. */
+	MPI_Comm ring;
+	int dims[1] = { n }, periods[1] = { 1 }, nb[2] = { -1, -1 };
+
+	MPI_OK(MPI_Cart_create(dup, 1, dims, periods, 0, &ring));
+	MPI_OK(MPI_Iallreduce(&x, &s1, 1, MPI_INT, MPI_MAX, ring, &r[0]));
+	MPI_OK(MPI_Neighbor_allgather(&x, 1, MPI_INT, nb, 1, MPI_INT, ring));
+	wait1(&r[0]);
+	CHECK(s1 == n, "iallreduce beside a neighbour collective %d", s1);
+	CHECK(nb[0] == (me - 1 + n) % n + 1 && nb[1] == (me + 1) % n + 1,
+	      "neighbours %d %d", nb[0], nb[1]);
+	MPI_OK(MPI_Comm_free(&ring));
 	/* The communicator may be freed with a collective still pending. */
 	MPI_OK(MPI_Iallreduce(&x, &s1, 1, MPI_INT, MPI_MIN, dup, &r[0]));
 	MPI_OK(MPI_Comm_free(&dup));
