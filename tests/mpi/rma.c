@@ -559,6 +559,17 @@ static void test_errors(void)
 	expect(MPI_Rput(v, 1, MPI_INT, right, N, 1, MPI_INT, win, &(MPI_Request){ 0 }),
 	       MPI_ERR_RMA_RANGE, "rput past");
 	MPI_OK(MPI_Win_unlock(right, win));
+	/* An epoch on one window is no epoch on another. */
+	MPI_Win other;
+	MPI_OK(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+			      &other));
+	MPI_OK(MPI_Win_set_errhandler(other, MPI_ERRORS_RETURN));
+	MPI_OK(MPI_Win_lock_all(0, win));
+	expect(MPI_Put(v, 1, MPI_INT, right, 0, 1, MPI_INT, other), MPI_ERR_RMA_SYNC,
+	       "put on the other window");
+	expect(MPI_Win_flush(right, other), MPI_ERR_RMA_SYNC, "flush on the other window");
+	MPI_OK(MPI_Win_unlock_all(win));
+	MPI_OK(MPI_Win_free(&other));
 	freed = win;
 	MPI_OK(MPI_Win_free(&win));
 	expect(MPI_Put(v, 1, MPI_INT, 0, 0, 1, MPI_INT, freed), MPI_ERR_WIN, "freed window");
