@@ -33,11 +33,15 @@ struct vd_win *vd_win_get(MPI_Win win)
 	return win > 0 && win < nwins ? wins[win] : NULL;
 }
 
+static struct vd_win *last_found;      /* messages come in runs per window */
+
 struct vd_win *vd_win_by_ctx(uint32_t ctx)
 {
+	if (last_found && last_found->ctx == ctx)
+		return last_found;
 	for (int i = 1; i < nwins; i++)
 		if (wins[i] && wins[i]->ctx == ctx)
-			return wins[i];
+			return last_found = wins[i];
 	return NULL;
 }
 
@@ -166,6 +170,8 @@ static void win_destroy(struct vd_win *w)
 	free(w->own_mem);
 	if (w->handle)
 		wins[w->handle] = NULL;
+	if (last_found == w)
+		last_found = NULL;
 	if (w->comm != MPI_COMM_NULL)
 		PMPI_Comm_free(&w->comm);
 	free(w->peers);
@@ -308,7 +314,7 @@ int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI
 		return vd_mpi_raise(comm, MPI_ERR_BASE, fn);
 	if ((err = win_new(comm, MPI_WIN_FLAVOR_CREATE, &w)))
 		return vd_mpi_raise(comm, err, fn);
-	w->base = size > 0 ? base : NULL;
+	w->base = base;                 /* MPI_WIN_BASE, even for size 0 */
 	w->bytes = size;
 	w->disp_unit = disp_unit;
 	return create_finish(w, MPI_SUCCESS, comm, win, fn);

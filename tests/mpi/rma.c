@@ -82,8 +82,8 @@ static void test_fence(void)
 	MPI_OK(MPI_Win_fence(0, win));
 	for (int s = 0; s < n; s++)
 		for (int i = 0; i < per; i++)
-			CHECK(base[s * per + i] == val(s, mt_rank, i), "put from %d [%d] = %d", s, i,
-			      base[s * per + i]);
+			CHECK(base[s * per + i] == val(s, mt_rank, i), "put from %d [%d] = %d",
+			      s, i, base[s * per + i]);
 	/* Overlapping accumulates into the last part, and Gets of the puts. */
 	for (int i = 0; i < per; i++)
 		src[i] = mt_rank + 1 + i;
@@ -157,7 +157,8 @@ static void test_datatypes_big(void)
 	for (int i = 0; i < BIG / 2; i++) {
 		if (!CHECK(base[2 * i] == val(left, 0, i), "even [%d] = %d", i, base[2 * i]))
 			break;
-		if (!CHECK(base[2 * i + 1] == val(left, 0, 2 * i), "odd [%d] = %d", i, base[2 * i + 1]))
+		if (!CHECK(base[2 * i + 1] == val(left, 0, 2 * i), "odd [%d] = %d", i,
+			   base[2 * i + 1]))
 			break;
 	}
 	MPI_OK(MPI_Get(back, BIG, MPI_INT, right, 0, BIG, MPI_INT, win));
@@ -213,7 +214,8 @@ static void test_pscw(void)
 		int want = 0;
 		for (int s = 0; s < mt_size; s++) {
 			want += s + 1 + round;
-			CHECK(buf[1 + s] == s + 1 + round, "round %d from %d: %d", round, s, buf[1 + s]);
+			CHECK(buf[1 + s] == s + 1 + round, "round %d from %d: %d", round, s,
+			      buf[1 + s]);
 		}
 		CHECK(buf[0] == want, "round %d sum %d want %d", round, buf[0], want);
 		buf[0] = 0;
