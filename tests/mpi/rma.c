@@ -461,6 +461,19 @@ static void test_dynamic(void)
 	free(addrs);
 }
 
+/* Ranks on several hosts cannot share memory: the call says so. */
+static void test_shared_refused(void)
+{
+	int *mine = NULL, err;
+	MPI_Win win = MPI_WIN_NULL;
+
+	mt_phase = "shared across hosts";
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	err = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win);
+	CHECK(err == MPI_ERR_RMA_SHARED && win == MPI_WIN_NULL, "allocate_shared: %d", err);
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 static void test_shared(void)
 {
 	int *mine, *other, unit;
@@ -589,8 +602,11 @@ static void test_errors(void)
 	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* Argument "hosts": the ranks are spread over several hosts. */
 int main(int argc, char **argv)
 {
+	int hosts = argc > 1 && !strcmp(argv[1], "hosts");
+
 	mt_init(&argc, &argv, 60);
 	test_create();
 	test_fence();
@@ -603,7 +619,10 @@ int main(int argc, char **argv)
 	test_cas_lock();
 	test_lock_all_requests();
 	test_dynamic();
-	test_shared();
+	if (hosts)
+		test_shared_refused();
+	else
+		test_shared();
 	test_errors();
 	return mt_finish("rma");
 }
