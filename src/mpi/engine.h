@@ -176,7 +176,7 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 /* A posted receive met a message (unexpected or arriving). */
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
 
-/* win_ops.c, win_acc.c: one-sided traffic (the engine hands it over). */
+/* win.c, win_ops.c: one-sided traffic (the engine hands it over). */
 void vd_win_rdma_done(struct vd_req *r, int err);
 void vd_win_arrived(int peer, const struct vd_msg *m, const void *payload, size_t plen);
 

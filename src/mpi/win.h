@@ -106,7 +106,6 @@ struct vd_rma_op {
 	uint8_t *dest;
 	size_t dest_len;
 	void *ubuf;
-	int ucount;
 	struct vd_dtype *ut;
 	/* registration of the local side of RDMA */
 	void *reg_addr;

@@ -102,7 +102,6 @@ int vd_rma_landing(struct vd_rma_op *op, void *buf, int count, struct vd_dtype *
 		return -ENOMEM;
 	op->dest = op->tmp;
 	op->ubuf = buf;
-	op->ucount = count;
 	op->ut = t;
 	vd_dtype_retain(t);
 	return 0;
