@@ -31,6 +31,7 @@ typedef int MPI_Info;
 typedef int MPI_Fint;                   /* a Fortran INTEGER */
 typedef int MPI_Message;
 #define MPI_INFO_NULL ((MPI_Info)0)
+typedef int MPI_Win;
 
 typedef struct MPI_Status {
 	int MPI_SOURCE;
@@ -58,6 +59,7 @@ typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 
 #define MPI_MESSAGE_NULL ((MPI_Message)0)
 #define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
+#define MPI_WIN_NULL ((MPI_Win)0)
 
 #define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
@@ -227,6 +229,18 @@ typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 #define MPI_ERR_IN_STATUS 18
 #define MPI_ERR_PENDING 19
 #define MPI_ERR_NO_MEM 34
+#define MPI_ERR_WIN 45
+#define MPI_ERR_BASE 46
+#define MPI_ERR_LOCKTYPE 47
+#define MPI_ERR_RMA_CONFLICT 49
+#define MPI_ERR_RMA_SYNC 50
+#define MPI_ERR_SIZE 51
+#define MPI_ERR_DISP 52
+#define MPI_ERR_ASSERT 53
+#define MPI_ERR_RMA_RANGE 55
+#define MPI_ERR_RMA_ATTACH 56
+#define MPI_ERR_RMA_SHARED 57
+#define MPI_ERR_RMA_FLAVOR 58
 #define MPI_ERR_LASTCODE 100
 
 /* ---- environment ----------------------------------------------------------- */
@@ -559,6 +573,95 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			   const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
 			   void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			   const MPI_Datatype recvtypes[], MPI_Comm comm);
+/* ---- one-sided communication ------------------------------------------------------ */
+#define MPI_MAX_OBJECT_NAME 128
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED 235
+/* assertions (bits) */
+#define MPI_MODE_NOCHECK 1024
+#define MPI_MODE_NOSTORE 2048
+#define MPI_MODE_NOPUT 4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
+/* window attributes (MPI_Win_get_attr) */
+#define MPI_WIN_BASE 0x66000001
+#define MPI_WIN_SIZE 0x66000003
+#define MPI_WIN_DISP_UNIT 0x66000005
+#define MPI_WIN_CREATE_FLAVOR 0x66000007
+#define MPI_WIN_MODEL 0x66000009
+#define MPI_WIN_FLAVOR_CREATE 1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC 3
+#define MPI_WIN_FLAVOR_SHARED 4
+#define MPI_WIN_SEPARATE 1
+#define MPI_WIN_UNIFIED 2
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		   MPI_Win *win);
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		     void *baseptr, MPI_Win *win);
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+			    void *baseptr, MPI_Win *win);
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+			 void *baseptr);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int MPI_Win_set_name(MPI_Win win, const char *win_name);
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	    int target_rank, MPI_Aint target_disp, int target_count,
+	    MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	    int target_rank, MPI_Aint target_disp, int target_count,
+	    MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+		   int target_rank, MPI_Aint target_disp, int target_count,
+		   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin_addr, int origin_count,
+		       MPI_Datatype origin_datatype, void *result_addr, int result_count,
+		       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+		       int target_count, MPI_Datatype target_datatype, MPI_Op op,
+		       MPI_Win win);
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+		     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
+			 void *result_addr, MPI_Datatype datatype, int target_rank,
+			 MPI_Aint target_disp, MPI_Win win);
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	     int target_rank, MPI_Aint target_disp, int target_count,
+	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	     int target_rank, MPI_Aint target_disp, int target_count,
+	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+int MPI_Raccumulate(const void *origin_addr, int origin_count,
+		    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+		    int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+		    MPI_Request *request);
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
+			MPI_Datatype origin_datatype, void *result_addr, int result_count,
+			MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+			int target_count, MPI_Datatype target_datatype, MPI_Op op,
+			MPI_Win win, MPI_Request *request);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
 
 /* ---- profiling interface --------------------------------------------------
  * Every MPI_ function is also PMPI_ (MPI_ is a weak alias of it), so a
@@ -871,6 +974,73 @@ MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler errhandler);
 MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint errhandler);
 int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
 int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		   MPI_Win *win);
+int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+		     void *baseptr, MPI_Win *win);
+int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+			    void *baseptr, MPI_Win *win);
+int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
+			 void *baseptr);
+int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int PMPI_Win_detach(MPI_Win win, const void *base);
+int PMPI_Win_free(MPI_Win *win);
+int PMPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int PMPI_Win_set_name(MPI_Win win, const char *win_name);
+int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	    int target_rank, MPI_Aint target_disp, int target_count,
+	    MPI_Datatype target_datatype, MPI_Win win);
+int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	    int target_rank, MPI_Aint target_disp, int target_count,
+	    MPI_Datatype target_datatype, MPI_Win win);
+int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+		   int target_rank, MPI_Aint target_disp, int target_count,
+		   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int PMPI_Get_accumulate(const void *origin_addr, int origin_count,
+		       MPI_Datatype origin_datatype, void *result_addr, int result_count,
+		       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+		       int target_count, MPI_Datatype target_datatype, MPI_Op op,
+		       MPI_Win win);
+int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+		     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
+			 void *result_addr, MPI_Datatype datatype, int target_rank,
+			 MPI_Aint target_disp, MPI_Win win);
+int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	     int target_rank, MPI_Aint target_disp, int target_count,
+	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+	     int target_rank, MPI_Aint target_disp, int target_count,
+	     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request);
+int PMPI_Raccumulate(const void *origin_addr, int origin_count,
+		    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+		    int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+		    MPI_Request *request);
+int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
+			MPI_Datatype origin_datatype, void *result_addr, int result_count,
+			MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+			int target_count, MPI_Datatype target_datatype, MPI_Op op,
+			MPI_Win win, MPI_Request *request);
+int PMPI_Win_fence(int assert, MPI_Win win);
+int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int PMPI_Win_complete(MPI_Win win);
+int PMPI_Win_wait(MPI_Win win);
+int PMPI_Win_test(MPI_Win win, int *flag);
+int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int PMPI_Win_unlock(int rank, MPI_Win win);
+int PMPI_Win_lock_all(int assert, MPI_Win win);
+int PMPI_Win_unlock_all(MPI_Win win);
+int PMPI_Win_flush(int rank, MPI_Win win);
+int PMPI_Win_flush_all(MPI_Win win);
+int PMPI_Win_flush_local(int rank, MPI_Win win);
+int PMPI_Win_flush_local_all(MPI_Win win);
+int PMPI_Win_sync(MPI_Win win);
 
 #ifdef __cplusplus
 }

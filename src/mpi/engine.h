@@ -19,6 +19,8 @@ enum vd_msg_type {
 	VD_MSG_CTS = 4,         /* receiver's buffer: addr, mh, rreq */
 	VD_MSG_DONE = 5,        /* receiver finished reading: sreq completes */
 	VD_MSG_SYNC_ACK = 6,    /* synchronous send matched: sreq completes */
+	VD_MSG_RMA = 7,         /* one-sided: ctx names the window, tag the
+	                         * kind (win.h), sreq the origin's operation */
 };
 
 #define VD_MSG_VERSION 2
@@ -62,6 +64,7 @@ enum vd_req_kind {
 	VD_REQ_PERSIST,                 /* MPI_*_init: Start runs the operation */
 	VD_REQ_GREQ,                    /* MPI_Grequest_start */
 	VD_REQ_COLL,                    /* a nonblocking collective (nbc_sched.c) */
+	VD_REQ_RMA,                     /* MPI_Rput ...: a one-sided operation */
 };
 
 /* What MPI_Start of a persistent request does. */
@@ -105,6 +108,7 @@ struct vd_req {
 	MPI_Request inner;              /* the started operation, or NULL */
 	struct vd_greq *greq;           /* generalized: the user's callbacks */
 	struct vd_nbc *nbc;             /* VD_REQ_COLL: its schedule, until done */
+	struct vd_rma_op *rma;          /* VD_REQ_RMA: the one-sided operation */
 };
 
 /* An arrived message nobody asked for yet. */
@@ -204,6 +208,10 @@ int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh
 int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
 			   VIP_MEM_HANDLE lmh, uint64_t raddr, VIP_MEM_HANDLE rmh,
 			   size_t len, uint32_t imm);
+/* An RDMA write without immediate data: nothing happens at the peer's
+ * CPU (one-sided operations). */
+int vd_wire_rdma_write(int peer, struct vd_req *r, const void *data, VIP_MEM_HANDLE lmh,
+		       uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len);
 /* Registration with transport t's NIC (vd_place_via(peer) for a
  * transfer with peer). */
 int vd_wire_register(enum vd_transport t, void *addr, size_t len, bool rdma_read,
@@ -239,6 +247,10 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 		       size_t bytes);
 /* A posted receive met a message (unexpected or arriving). */
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
+
+/* win.c, win_ops.c: one-sided traffic (the engine hands it over). */
+void vd_win_rdma_done(struct vd_req *r, int err);
+void vd_win_arrived(int peer, const struct vd_msg *m, const void *payload, size_t plen);
 
 /* req.c: matching queues, in post / arrival order. */
 struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag);

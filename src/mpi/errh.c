@@ -43,6 +43,18 @@ static const char *const class_text[] = {
 	[MPI_ERR_IN_STATUS] = "error code is in the status array",
 	[MPI_ERR_PENDING] = "request pending (not completed)",
 	[MPI_ERR_NO_MEM] = "out of memory (or registered-memory limit, RLIMIT_MEMLOCK, reached)",
+	[MPI_ERR_WIN] = "invalid window (null or freed)",
+	[MPI_ERR_BASE] = "invalid base address",
+	[MPI_ERR_LOCKTYPE] = "invalid lock type",
+	[MPI_ERR_RMA_CONFLICT] = "conflicting accesses to a window",
+	[MPI_ERR_RMA_SYNC] = "one-sided call outside its synchronisation (no epoch, or wrong one)",
+	[MPI_ERR_SIZE] = "invalid size",
+	[MPI_ERR_DISP] = "invalid displacement unit",
+	[MPI_ERR_ASSERT] = "invalid assertion",
+	[MPI_ERR_RMA_RANGE] = "target memory outside the window (or not attached)",
+	[MPI_ERR_RMA_ATTACH] = "memory cannot be attached (or detached)",
+	[MPI_ERR_RMA_SHARED] = "memory cannot be shared (ranks on different hosts)",
+	[MPI_ERR_RMA_FLAVOR] = "wrong window flavor for this call",
 };
 
 /* The text of a valid code, or NULL. */

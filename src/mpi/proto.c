@@ -179,6 +179,10 @@ static void send_part_done(struct vd_req *r, int err)
 
 void vd_proto_write_done(struct vd_req *r, int err)
 {
+	if (r->kind == VD_REQ_RMA) {
+		vd_win_rdma_done(r, err);
+		return;
+	}
 	send_part_done(r, err);
 }
 
@@ -310,6 +314,10 @@ static void recv_part_done(struct vd_req *r, int err)
 
 void vd_proto_read_done(struct vd_req *r, int err)
 {
+	if (r->kind == VD_REQ_RMA) {
+		vd_win_rdma_done(r, err);
+		return;
+	}
 	recv_part_done(r, err);
 }
 
@@ -386,6 +394,9 @@ void vd_proto_arrived(int peer, const struct vd_msg *m, const void *payload, siz
 	case VD_MSG_DONE:
 	case VD_MSG_SYNC_ACK:
 		got_done(m);
+		break;
+	case VD_MSG_RMA:
+		vd_win_arrived(peer, m, payload, plen);
 		break;
 	default:
 		break;

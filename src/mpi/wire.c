@@ -50,6 +50,7 @@ struct pending {
 	VIP_MEM_HANDLE lmh, rmh;
 	uint64_t raddr;
 	uint32_t imm;
+	bool no_imm;                    /* a write without immediate data */
 	struct vd_req *req;
 	struct pending *next;
 };
@@ -514,7 +515,8 @@ static void fill_rdma(struct slot *s, const struct pending *q)
 	memset(d, 0, DESC_BYTES);
 	d->CS.SegCount = 2;
 	d->CS.Control = q->action == SLOT_READ ? VIP_CONTROL_OP_RDMAREAD
-					       : VIP_CONTROL_OP_RDMAWRITE | VIP_CONTROL_IMMEDIATE;
+			 : q->no_imm ? VIP_CONTROL_OP_RDMAWRITE
+				     : VIP_CONTROL_OP_RDMAWRITE | VIP_CONTROL_IMMEDIATE;
 	d->CS.ImmediateData = q->imm;
 	d->CS.Length = (VIP_UINT32)q->len;
 	d->DS[0].Remote.Data.AddressBits = q->raddr;
@@ -641,6 +643,15 @@ int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
 {
 	struct pending q = { .action = SLOT_WRITE, .data = (void *)data, .lmh = lmh,
 			     .raddr = raddr, .rmh = rmh, .len = len, .imm = imm, .req = r };
+
+	return submit(peer, &q);
+}
+
+int vd_wire_rdma_write(int peer, struct vd_req *r, const void *data, VIP_MEM_HANDLE lmh,
+		       uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len)
+{
+	struct pending q = { .action = SLOT_WRITE, .data = (void *)data, .lmh = lmh,
+			     .raddr = raddr, .rmh = rmh, .len = len, .no_imm = true, .req = r };
 
 	return submit(peer, &q);
 }
