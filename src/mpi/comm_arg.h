@@ -13,4 +13,14 @@
  * MPI_ERR_OTHER, MPI_ERR_COMM, MPI_ERR_ARG that applies, raised. */
 int vd_comm_arg(MPI_Comm comm, const void *out, const char *fn, struct vd_comm **c);
 
+/* group.c.  As vd_comm_arg, for a group: MPI_ERR_OTHER, MPI_ERR_GROUP,
+ * MPI_ERR_ARG, raised on MPI_COMM_WORLD. */
+int vd_group_arg(MPI_Group group, const void *out, const char *fn, struct vd_group **g);
+/* A new group of the n world ranks in world[] (copied).  n == 0 gives
+ * MPI_GROUP_EMPTY.  0 or -ENOMEM. */
+int vd_group_new(const int *world, int n, MPI_Group *out);
+/* MPI_SUCCESS if ranks[0..n) are distinct ranks of g, else the class
+ * (MPI_ERR_ARG, MPI_ERR_RANK, MPI_ERR_NO_MEM); not raised. */
+int vd_group_check_ranks(const struct vd_group *g, int n, const int ranks[]);
+
 #endif /* VIADUCT_MPI_COMM_ARG_H */
