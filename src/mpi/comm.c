@@ -28,8 +28,7 @@
 #include <string.h>
 
 #include "comm_arg.h"
-
-/* Declared in the report for mpi_internal.h. */
+#include "errh_user.h"
 
 #define CTX_STEP 4u
 #define CTX_WORLD 0u
@@ -52,9 +51,26 @@ struct vd_comm *vd_comm_get(MPI_Comm comm)
 static void comm_release(struct vd_comm *c)
 {
 	if (c && --c->refs == 0) {
+		vd_attr_discard(c);
+		vd_info_release(&c->info);
+		vd_errh_release(c->errh);
 		vd_coll_hier_free(c->hier);
+		if (c->inter) {
+			vd_comm_drop(c->local_comm);
+			free(c->local_world);
+		}
 		free(c->world);
 		free(c);
+	}
+}
+
+void vd_comm_drop(MPI_Comm h)
+{
+	struct vd_comm *c = vd_comm_get(h);
+
+	if (c && h > MPI_COMM_SELF) {
+		comms[h] = NULL;
+		comm_release(c);
 	}
 }
 
@@ -95,11 +111,13 @@ static struct vd_comm *comm_alloc(const int *world, int n, int rank, uint32_t ct
 	c->size = n;
 	c->ctx = ctx;
 	c->errh = errh;
+	vd_errh_retain(errh);
+	c->local_size = n;
+	c->local_world = c->world;
 	return c;
 }
 
-/* comm_alloc + a handle in *out.  0 or -ENOMEM. */
-static int comm_new(const int *world, int n, int rank, uint32_t ctx,
+int vd_comm_new(const int *world, int n, int rank, uint32_t ctx,
 		    MPI_Errhandler errh, MPI_Comm *out)
 {
 	struct vd_comm *c = comm_alloc(world, n, rank, ctx, errh);
@@ -137,6 +155,8 @@ int vd_comm_init(void)
 	free(ids);
 	if (!comms[MPI_COMM_WORLD] || !comms[MPI_COMM_SELF])
 		goto nomem;
+	strcpy(comms[MPI_COMM_WORLD]->name, "MPI_COMM_WORLD");
+	strcpy(comms[MPI_COMM_SELF]->name, "MPI_COMM_SELF");
 	next_ctx = CTX_FIRST_USER;
 	return 0;
 nomem:
@@ -153,6 +173,23 @@ void vd_comm_finalize(void)
 	comms = NULL;
 	ncomms = 0;
 	vd_group_finalize();
+	vd_attr_finalize();
+	vd_info_finalize();
+}
+
+uint32_t vd_ctx_next(void)
+{
+	return next_ctx;
+}
+
+int vd_ctx_reserve(uint32_t max, unsigned ids, uint32_t *ctx)
+{
+	if (max < CTX_FIRST_USER || max % CTX_STEP || ids == 0 ||
+	    max > CTX_MAX - ids * CTX_STEP)
+		return -ENOSPC;
+	*ctx = max;
+	next_ctx = max + ids * CTX_STEP;
+	return 0;
 }
 
 /* Take the agreed id `max` (the maximum of the members' next_ctx): 0, or
@@ -160,15 +197,10 @@ void vd_comm_finalize(void)
  * together. */
 static int ctx_take(uint32_t max, uint32_t *ctx)
 {
-	if (max < CTX_FIRST_USER || max > CTX_MAX - CTX_STEP || max % CTX_STEP)
-		return -ENOSPC;
-	*ctx = max;
-	next_ctx = max + CTX_STEP;
-	return 0;
+	return vd_ctx_reserve(max, 1, ctx);
 }
 
-/* Agree on a context id with every member of parent.  MPI code. */
-static int ctx_agree(MPI_Comm parent, uint32_t *ctx)
+int vd_ctx_agree(MPI_Comm parent, uint32_t *ctx)
 {
 	unsigned mine = next_ctx, max = 0;
 	int rc = PMPI_Allreduce(&mine, &max, 1, MPI_UNSIGNED, MPI_MAX, parent);
@@ -196,7 +228,7 @@ int PMPI_Comm_size(MPI_Comm comm, int *size)
 	int err = vd_comm_arg(comm, size, "MPI_Comm_size", &c);
 
 	if (!err)
-		*size = c->size;
+		*size = c->local_size;
 	return err;
 }
 
@@ -211,6 +243,23 @@ int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 	return err;
 }
 
+/* What a duplicate inherits beyond the group: the info hints and the
+ * attributes, through their copy callbacks.  On failure the duplicate
+ * goes again.  MPI code. */
+static int dup_cache(MPI_Comm comm, struct vd_comm *c, MPI_Comm *newcomm)
+{
+	struct vd_comm *n = vd_comm_get(*newcomm);
+	int rc = vd_mpi_errno(vd_info_copy(c->info, &n->info));
+
+	if (rc == MPI_SUCCESS)
+		rc = vd_attr_copy_all(comm, c, *newcomm, n);
+	if (rc != MPI_SUCCESS) {
+		vd_comm_drop(*newcomm);
+		*newcomm = MPI_COMM_NULL;
+	}
+	return rc;
+}
+
 /* The new communicator inherits the parent's error handler (MPI-3.1 8.3). */
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
@@ -222,13 +271,13 @@ int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 
 	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
 		return rc;
-	rc = ctx_agree(comm, &ctx);
-	if (rc != MPI_SUCCESS)
-		return vd_mpi_raise(comm, rc, fn);
-	rc = comm_new(c->world, c->size, c->rank, ctx, c->errh, newcomm);
-	if (rc)
-		return vd_mpi_raise(comm, vd_mpi_errno(rc), fn);
-	return MPI_SUCCESS;
+	if (c->inter)
+		rc = vd_intercomm_dup(comm, c, newcomm);
+	else if ((rc = vd_ctx_agree(comm, &ctx)) == MPI_SUCCESS)
+		rc = vd_mpi_errno(vd_comm_new(c->world, c->size, c->rank, ctx, c->errh, newcomm));
+	if (rc == MPI_SUCCESS)
+		rc = dup_cache(comm, c, newcomm);
+	return vd_mpi_raise(comm, rc, fn);
 }
 
 /* One member's contribution to Comm_split. */
@@ -269,7 +318,7 @@ static int split_build(const struct vd_comm *p, const struct split_entry *e, int
 		if (m[i].prank == p->rank)
 			rank = i;
 	}
-	err = rank < 0 ? -EINVAL : comm_new(world, n, rank, ctx, p->errh, newcomm);
+	err = rank < 0 ? -EINVAL : vd_comm_new(world, n, rank, ctx, p->errh, newcomm);
 out:
 	free(m);
 	free(world);
@@ -315,6 +364,9 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
 		return rc;
+	if (c->inter)
+		return vd_mpi_raise_msg(comm, MPI_ERR_COMM, fn,
+					"not supported on an intercommunicator");
 	if (color < 0 && color != MPI_UNDEFINED)
 		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	/* MPI_UNDEFINED still takes part: the others wait for our entry,
@@ -334,6 +386,7 @@ int PMPI_Comm_free(MPI_Comm *comm)
 {
 	static const char fn[] = "MPI_Comm_free";
 	struct vd_comm *c;
+	int rc;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!comm)
@@ -341,8 +394,10 @@ int PMPI_Comm_free(MPI_Comm *comm)
 	c = vd_comm_get(*comm);
 	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return vd_mpi_raise(*comm, MPI_ERR_COMM, fn);
-	comms[*comm] = NULL;
-	comm_release(c);
+	/* A delete callback that fails stops the free (MPI-4.0 7.7.2). */
+	if ((rc = vd_attr_delete_all(*comm, c)) != MPI_SUCCESS)
+		return vd_mpi_raise(*comm, rc, fn);
+	vd_comm_drop(*comm);
 	*comm = MPI_COMM_NULL;
 	return MPI_SUCCESS;
 }
@@ -373,6 +428,21 @@ static int same_members(const struct vd_comm *a, const struct vd_comm *b)
 	return r;
 }
 
+static bool same_list(const int *x, int nx, const int *y, int ny)
+{
+	return nx == ny && !memcmp(x, y, (size_t)nx * sizeof(int));
+}
+
+/* Intercommunicators compare as congruent when both groups match in order;
+ * any other difference reads as unequal. */
+static int inter_compare(const struct vd_comm *a, const struct vd_comm *b)
+{
+	if (a->inter != b->inter || !same_list(a->world, a->size, b->world, b->size) ||
+	    !same_list(a->local_world, a->local_size, b->local_world, b->local_size))
+		return MPI_UNEQUAL;
+	return MPI_CONGRUENT;
+}
+
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
@@ -389,6 +459,10 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 		return vd_mpi_raise(comm1, MPI_ERR_ARG, fn);
 	if (comm1 == comm2) {
 		*result = MPI_IDENT;
+		return MPI_SUCCESS;
+	}
+	if (a->inter || b->inter) {
+		*result = inter_compare(a, b);
 		return MPI_SUCCESS;
 	}
 	if (a->size != b->size) {

@@ -57,7 +57,9 @@ static inline size_t vd_msg_hdr_len(unsigned type)
 }
 
 /* Requests. */
-enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV };
+/* VD_REQ_DONE: born complete, for operations that finish at once
+ * (MPI_Comm_idup). */
+enum vd_req_kind { VD_REQ_FREE = 0, VD_REQ_SEND, VD_REQ_RECV, VD_REQ_DONE };
 
 struct vd_req {
 	enum vd_req_kind kind;

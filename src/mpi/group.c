@@ -106,7 +106,7 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 
 	if ((err = vd_comm_arg(comm, group, fn, &c)))
 		return err;
-	err = vd_group_new(c->world, c->size, group);
+	err = vd_group_new(c->local_world, c->local_size, group);
 	if (err)
 		return vd_mpi_raise(comm, vd_mpi_errno(err), fn);
 	return MPI_SUCCESS;
