@@ -167,8 +167,14 @@ nomem:
 
 void vd_comm_finalize(void)
 {
-	for (int i = 0; i < ncomms; i++)
-		comm_release(comms[i]);
+	/* Slots empty before their release: an intercommunicator's release
+	 * drops its hidden local communicator, which may come earlier. */
+	for (int i = 0; i < ncomms; i++) {
+		struct vd_comm *c = comms[i];
+
+		comms[i] = NULL;
+		comm_release(c);
+	}
 	free(comms);
 	comms = NULL;
 	ncomms = 0;

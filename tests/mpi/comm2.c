@@ -353,5 +353,12 @@ int main(int argc, char **argv)
 	}
 	test_errors(wg);
 	MPI_OK(MPI_Group_free(&wg));
+	/* An intercommunicator (and its local one) left for MPI_Finalize. */
+	if (mt_size > 1) {
+		MPI_Comm lc, ic;
+
+		MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, 0, &lc));
+		MPI_OK(MPI_Intercomm_create(lc, 0, MPI_COMM_WORLD, 1 - mt_rank % 2, 5, &ic));
+	}
 	return mt_finish("comm2");
 }
