@@ -332,6 +332,20 @@ static void test_errors(MPI_Group wg)
 	      "idup COMM_NULL");
 	CHECK(err_class(MPI_Comm_set_info(MPI_COMM_WORLD, 4321)) == MPI_ERR_INFO,
 	      "set_info bad info");
+	if (mt_size > 1) {
+		MPI_Comm lc;
+
+		/* lc inherits MPI_ERRORS_RETURN.  A bad remote leader is seen by
+		 * the leaders alone; every member must hear of it. */
+		MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, 0, &lc));
+		CHECK(err_class(MPI_Intercomm_create(lc, mt_size, MPI_COMM_WORLD, 0, 1, &c)) ==
+		      MPI_ERR_RANK, "intercomm_create bad local leader");
+		CHECK(err_class(MPI_Intercomm_create(lc, 0, MPI_COMM_WORLD, mt_size, 1, &c)) ==
+		      MPI_ERR_RANK, "intercomm_create bad remote leader");
+		CHECK(err_class(MPI_Intercomm_create(lc, 0, MPI_COMM_NULL, 0, 1, &c)) ==
+		      MPI_ERR_COMM, "intercomm_create bad peer_comm");
+		MPI_OK(MPI_Comm_free(&lc));
+	}
 	CHECK(c == MPI_COMM_NULL, "a failed call set a communicator");
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
