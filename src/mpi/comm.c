@@ -117,8 +117,8 @@ static struct vd_comm *comm_alloc(const int *world, int n, int rank, uint32_t ct
 	return c;
 }
 
-int vd_comm_new(const int *world, int n, int rank, uint32_t ctx,
-		    MPI_Errhandler errh, MPI_Comm *out)
+int vd_comm_new(const int *world, int n, int rank, uint32_t ctx, MPI_Errhandler errh,
+		MPI_Comm *out)
 {
 	struct vd_comm *c = comm_alloc(world, n, rank, ctx, errh);
 	int h;
@@ -255,8 +255,10 @@ int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 static int dup_cache(MPI_Comm comm, struct vd_comm *c, MPI_Comm *newcomm)
 {
 	struct vd_comm *n = vd_comm_get(*newcomm);
-	int rc = vd_mpi_errno(vd_info_copy(c->info, &n->info));
+	int rc = MPI_SUCCESS;
 
+	if (c->info != MPI_INFO_NULL)
+		rc = vd_mpi_errno(vd_info_copy(c->info, &n->info));
 	if (rc == MPI_SUCCESS)
 		rc = vd_attr_copy_all(comm, c, *newcomm, n);
 	if (rc != MPI_SUCCESS) {
