@@ -46,6 +46,11 @@ typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void 
 					int *flag);
 typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval,
 					  void *attribute_val, void *extra_state);
+typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval,
+					void *extra_state, void *attribute_val_in,
+					void *attribute_val_out, int *flag);
+typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
+					  void *attribute_val, void *extra_state);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 
@@ -321,12 +326,26 @@ int MPI_Comm_free_keyval(int *comm_keyval);
 int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+			   MPI_Type_delete_attr_function *type_delete_attr_fn,
+			   int *type_keyval, void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+		      int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
 /* Predefined attribute callbacks. */
 int MPI_COMM_NULL_COPY_FN(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
 			  void *attribute_val_in, void *attribute_val_out, int *flag);
 int MPI_COMM_DUP_FN(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
 		    void *attribute_val_in, void *attribute_val_out, int *flag);
 int MPI_COMM_NULL_DELETE_FN(MPI_Comm comm, int comm_keyval, void *attribute_val,
+			    void *extra_state);
+int MPI_TYPE_NULL_COPY_FN(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+			  void *attribute_val_in, void *attribute_val_out, int *flag);
+int MPI_TYPE_DUP_FN(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+		    void *attribute_val_in, void *attribute_val_out, int *flag);
+int MPI_TYPE_NULL_DELETE_FN(MPI_Datatype datatype, int type_keyval, void *attribute_val,
 			    void *extra_state);
 
 /* ---- info ------------------------------------------------------------------------ */
@@ -500,11 +519,25 @@ int PMPI_Comm_free_keyval(int *comm_keyval);
 int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+			    MPI_Type_delete_attr_function *type_delete_attr_fn,
+			    int *type_keyval, void *extra_state);
+int PMPI_Type_free_keyval(int *type_keyval);
+int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val,
+		       int *flag);
+int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
 int PMPI_COMM_NULL_COPY_FN(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
 			   void *attribute_val_in, void *attribute_val_out, int *flag);
 int PMPI_COMM_DUP_FN(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
 		     void *attribute_val_in, void *attribute_val_out, int *flag);
 int PMPI_COMM_NULL_DELETE_FN(MPI_Comm comm, int comm_keyval, void *attribute_val,
+			     void *extra_state);
+int PMPI_TYPE_NULL_COPY_FN(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+			   void *attribute_val_in, void *attribute_val_out, int *flag);
+int PMPI_TYPE_DUP_FN(MPI_Datatype oldtype, int type_keyval, void *extra_state,
+		     void *attribute_val_in, void *attribute_val_out, int *flag);
+int PMPI_TYPE_NULL_DELETE_FN(MPI_Datatype datatype, int type_keyval, void *attribute_val,
 			     void *extra_state);
 int PMPI_Info_create(MPI_Info *info);
 int PMPI_Info_set(MPI_Info info, const char *key, const char *value);

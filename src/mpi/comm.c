@@ -179,6 +179,7 @@ void vd_comm_finalize(void)
 	comms = NULL;
 	ncomms = 0;
 	vd_group_finalize();
+	vd_type_attr_finalize();
 	vd_attr_finalize();
 	vd_info_finalize();
 }

@@ -109,6 +109,12 @@ size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void 
 void vd_dtype_unpack(const struct vd_dtype *t, const void *src, size_t bytes, void *dst);
 int vd_dtype_init(void);
 void vd_dtype_finalize(void);
+/* type_attr.c: a datatype's attributes.  Free runs the delete callbacks
+ * (MPI_Type_free, before the handle goes; a failure stops the free), copy
+ * the copy callbacks onto a duplicate; MPI codes. */
+int vd_type_attr_free(MPI_Datatype t);
+int vd_type_attr_copy(MPI_Datatype from, MPI_Datatype to);
+void vd_type_attr_finalize(void);
 /* A pending request keeps its datatype alive across MPI_Type_free. */
 void vd_dtype_retain(struct vd_dtype *t);
 void vd_dtype_release(struct vd_dtype *t);

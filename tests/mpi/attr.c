@@ -2,7 +2,7 @@
 /*
  * Communicator names, attributes (callbacks counted at set, dup, delete,
  * free, and after the keyval is freed; the predefined callbacks; the
- * predefined attributes of MPI_COMM_WORLD), info objects against a serial
+ * predefined attributes of MPI_COMM_WORLD), datatype attributes, info objects against a serial
  * model of their key list, user error handlers (called with the
  * communicator and the code), and error classes, codes and strings the
  * program adds.  Error paths under MPI_ERRORS_RETURN.
@@ -165,6 +165,45 @@ static void test_attr_world(void)
 	CHECK(!flag || *v >= 0, "MPI_APPNUM");
 	MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &v, &flag));
 	CHECK(flag && *v >= MPI_ERR_LASTCODE, "MPI_LASTUSEDCODE");
+}
+
+static void test_type_attr(void)
+{
+	struct counts k = { 0, 0, 0 };
+	int tkey, ckey, flag = -1;
+	void *v = NULL;
+	MPI_Datatype t;
+
+	mt_phase = "type attr";
+	MPI_OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, count_delete, &tkey, &k));
+	MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &ckey,
+				      NULL));
+	MPI_OK(MPI_Type_contiguous(3, MPI_INT, &t));
+	MPI_OK(MPI_Type_get_attr(t, tkey, &v, &flag));
+	CHECK(flag == 0, "unset type attribute found");
+	MPI_OK(MPI_Type_set_attr(t, tkey, (void *)5L));
+	MPI_OK(MPI_Type_get_attr(t, tkey, &v, &flag));
+	CHECK(flag && (long)v == 5, "type attribute: %d %ld", flag, (long)v);
+	MPI_OK(MPI_Type_set_attr(MPI_INT, tkey, (void *)6L));   /* predefined too */
+	MPI_OK(MPI_Type_get_attr(MPI_INT, tkey, &v, &flag));
+	CHECK(flag && (long)v == 6, "attribute on MPI_INT");
+	MPI_OK(MPI_Type_delete_attr(MPI_INT, tkey));
+	CHECK(k.deletes == 1 && k.last_deleted == 6, "type delete_attr: %d", k.deletes);
+	MPI_OK(MPI_Type_free_keyval(&tkey));            /* t keeps it alive */
+	MPI_OK(MPI_Type_free(&t));
+	CHECK(k.deletes == 2 && k.last_deleted == 5, "Type_free: %d deletes", k.deletes);
+	/* A key of the other kind is no key here. */
+	CHECK(err_class(MPI_Type_set_attr(MPI_INT, ckey, NULL)) == MPI_ERR_KEYVAL,
+	      "comm key on a type");
+	MPI_OK(MPI_Type_create_keyval(NULL, NULL, &tkey, NULL));
+	CHECK(err_class(MPI_Comm_set_attr(MPI_COMM_WORLD, tkey, NULL)) == MPI_ERR_KEYVAL,
+	      "type key on a communicator");
+	CHECK(err_class(MPI_Type_set_attr(MPI_DATATYPE_NULL, tkey, NULL)) == MPI_ERR_TYPE,
+	      "attribute on DATATYPE_NULL");
+	CHECK(err_class(MPI_Comm_free_keyval(&tkey)) == MPI_ERR_KEYVAL, "Comm_free_keyval of a "
+	      "type key");
+	MPI_OK(MPI_Type_free_keyval(&tkey));
+	MPI_OK(MPI_Comm_free_keyval(&ckey));
 }
 
 /* ---- info --------------------------------------------------------------------- */
@@ -330,6 +369,7 @@ int main(int argc, char **argv)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	test_info();
 	test_attr_errors();
+	test_type_attr();
 	test_errhandlers();
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 	return mt_finish("attr");
