@@ -198,7 +198,7 @@ static int triplet_count(const int t[3], int size, long *k)
 		return MPI_ERR_ARG;
 	if (t[0] < 0 || t[0] >= size || t[1] < 0 || t[1] >= size)
 		return MPI_ERR_RANK;
-	if ((t[1] - t[0]) / t[2] < 0)
+	if (t[2] > 0 ? t[1] < t[0] : t[1] > t[0])
 		return MPI_ERR_ARG;
 	*k = ((long)t[1] - t[0]) / t[2] + 1;
 	return MPI_SUCCESS;

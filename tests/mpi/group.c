@@ -229,9 +229,14 @@ static void test_errors(void)
 	expect_err(MPI_Group_range_excl(world_group, 1, out, &g), MPI_ERR_RANK, "last too big");
 	expect_err(MPI_Group_range_incl(world_group, 2, twice, &g), MPI_ERR_RANK,
 		   "range twice");
-	if (mt_size > 1)
+	if (mt_size > 1) {
+		int short_away[1][3] = { { 1, 0, 2 } };
+
 		expect_err(MPI_Group_range_incl(world_group, 1, away, &g), MPI_ERR_ARG,
 			   "stride away from last");
+		expect_err(MPI_Group_range_excl(world_group, 1, short_away, &g), MPI_ERR_ARG,
+			   "first above last, positive stride");
+	}
 	expect_err(MPI_Group_union(world_group, MPI_GROUP_NULL, &g), MPI_ERR_GROUP,
 		   "union with GROUP_NULL");
 	expect_err(MPI_Group_compare(12345, world_group, &res), MPI_ERR_GROUP,
