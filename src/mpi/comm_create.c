@@ -17,6 +17,7 @@
 
 #include "comm_arg.h"
 #include "engine.h"
+#include "typeop.h"
 
 /* This process's rank in g, or MPI_UNDEFINED. */
 static int my_rank_in(const struct vd_group *g)
@@ -87,7 +88,7 @@ int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 	g = vd_group_get(group);
 	mine[0] = vd_ctx_next();
 	mine[1] = !g || !group_within(g, c);
-	rc = PMPI_Allreduce(mine, all, 2, MPI_UNSIGNED, MPI_MAX, comm);
+	rc = vd_coll_code(vd_coll_allreduce(mine, all, 2, MPI_UNSIGNED, MPI_MAX, c));
 	if (rc == MPI_SUCCESS && all[1])
 		rc = MPI_ERR_GROUP;
 	if (rc == MPI_SUCCESS && vd_ctx_reserve(all[0], 1, &ctx))

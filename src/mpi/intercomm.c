@@ -7,7 +7,9 @@
  * receiver's remote group, so the point-to-point engine works unchanged.
  * The local group is in local_world/local_size, and a hidden
  * intracommunicator over it (local_comm) runs the local half of every
- * agreement.
+ * agreement, through the internal collectives (which raise nothing, so
+ * the program's error handler sees each error once, on the communicator
+ * it called with).
  *
  * Context ids: an intercommunicator takes two consecutive ids above every
  * member's next_ctx (of both groups): the first for itself, the second for
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "comm_arg.h"
+#include "typeop.h"
 
 #define CTX_IDS_INTER 2u
 #define CTX_STEP 4u
@@ -58,18 +61,21 @@ static int inter_new(const int *remote, int rn, const int *local, int ln, int lr
 static int inter_exchange(struct vd_comm *c, unsigned mine_ctx, unsigned word,
 			  unsigned out[3])
 {
+	struct vd_comm *lc = vd_comm_get(c->local_comm);
 	unsigned send[2], recv[2] = { 0, 0 };
-	int rc = PMPI_Allreduce(&mine_ctx, &out[0], 1, MPI_UNSIGNED, MPI_MAX, c->local_comm);
+	int rc = vd_coll_code(vd_coll_allreduce(&mine_ctx, &out[0], 1, MPI_UNSIGNED, MPI_MAX,
+						lc));
 
 	if (rc != MPI_SUCCESS)
 		return rc;
 	send[0] = out[0];
 	send[1] = word;
 	if (c->rank == 0)
-		rc = vd_coll_sendrecv(send, 2, MPI_UNSIGNED, 0, recv, 2, MPI_UNSIGNED, 0, c);
+		rc = vd_coll_code(vd_coll_sendrecv(send, 2, MPI_UNSIGNED, 0, recv, 2,
+						   MPI_UNSIGNED, 0, c));
 	if (rc != MPI_SUCCESS)
 		return rc;
-	rc = PMPI_Bcast(recv, 2, MPI_UNSIGNED, 0, c->local_comm);
+	rc = vd_coll_code(vd_coll_bcast(recv, 2, MPI_UNSIGNED, 0, lc));
 	out[1] = recv[0];
 	out[2] = recv[1];
 	return rc;
@@ -100,12 +106,13 @@ int vd_intercomm_dup(MPI_Comm comm, struct vd_comm *c, MPI_Comm *newcomm)
  * second local barrier lets everyone go. */
 int vd_intercomm_barrier(struct vd_comm *c)
 {
+	struct vd_comm *lc = vd_comm_get(c->local_comm);
 	char s = 0, r;
-	int rc = PMPI_Barrier(c->local_comm);
+	int rc = vd_coll_code(vd_coll_barrier(lc));
 
 	if (rc == MPI_SUCCESS && c->rank == 0)
-		rc = vd_coll_sendrecv(&s, 0, MPI_BYTE, 0, &r, 0, MPI_BYTE, 0, c);
-	return rc == MPI_SUCCESS ? PMPI_Barrier(c->local_comm) : rc;
+		rc = vd_coll_code(vd_coll_sendrecv(&s, 0, MPI_BYTE, 0, &r, 0, MPI_BYTE, 0, c));
+	return rc == MPI_SUCCESS ? vd_coll_code(vd_coll_barrier(lc)) : rc;
 }
 
 /* ---- Intercomm_create ------------------------------------------------------ */
@@ -147,12 +154,11 @@ static int peer_check(MPI_Comm peer_comm, int remote_leader, int tag)
 /* Everything the local group learns from its leader: its code, the remote
  * size and the overall maximum next_ctx, then the remote members.  Errors
  * found at the leader thus reach every member.  MPI code. */
-static int learn_remote(const struct vd_comm *lc, MPI_Comm local_comm, int local_leader,
-			MPI_Comm peer_comm, int remote_leader, int tag, unsigned info[3],
-			int **remote)
+static int learn_remote(struct vd_comm *lc, int local_leader, MPI_Comm peer_comm,
+			int remote_leader, int tag, unsigned info[3], int **remote)
 {
 	unsigned lmax, mine = vd_ctx_next(), hdr[2] = { 0, 0 };
-	int rc = PMPI_Allreduce(&mine, &lmax, 1, MPI_UNSIGNED, MPI_MAX, local_comm);
+	int rc = vd_coll_code(vd_coll_allreduce(&mine, &lmax, 1, MPI_UNSIGNED, MPI_MAX, lc));
 
 	if (rc != MPI_SUCCESS)
 		return rc;
@@ -165,13 +171,13 @@ static int learn_remote(const struct vd_comm *lc, MPI_Comm local_comm, int local
 		info[1] = hdr[0];
 		info[2] = max_u(lmax, hdr[1]);
 	}
-	if ((rc = PMPI_Bcast(info, 3, MPI_UNSIGNED, local_leader, local_comm)) != MPI_SUCCESS)
+	if ((rc = vd_coll_code(vd_coll_bcast(info, 3, MPI_UNSIGNED, local_leader, lc))))
 		return rc;
 	if (info[0] != MPI_SUCCESS)
 		return (int)info[0];
 	if (!*remote && !(*remote = malloc(info[1] * sizeof(int))))
 		return MPI_ERR_NO_MEM;  /* the others then fail in the Bcast */
-	return PMPI_Bcast(*remote, (int)info[1], MPI_INT, local_leader, local_comm);
+	return vd_coll_code(vd_coll_bcast(*remote, (int)info[1], MPI_INT, local_leader, lc));
 }
 
 #pragma weak MPI_Intercomm_create = PMPI_Intercomm_create
@@ -190,8 +196,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
 		return vd_mpi_raise(local_comm, MPI_ERR_COMM, fn);
 	if (local_leader < 0 || local_leader >= lc->size)
 		return vd_mpi_raise(local_comm, MPI_ERR_RANK, fn);
-	rc = learn_remote(lc, local_comm, local_leader, peer_comm, remote_leader, tag, info,
-			  &remote);
+	rc = learn_remote(lc, local_leader, peer_comm, remote_leader, tag, info, &remote);
 	if (rc == MPI_SUCCESS && vd_ctx_reserve(info[2], CTX_IDS_INTER, &ctx))
 		rc = MPI_ERR_INTERN;
 	if (rc == MPI_SUCCESS)
