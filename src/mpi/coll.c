@@ -95,12 +95,19 @@ int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int 
 	return MPI_SUCCESS;
 }
 
-/* The communicator, or NULL after raising MPI_ERR_COMM in *err. */
+/* The communicator, or NULL after raising MPI_ERR_COMM in *err.  The
+ * algorithms here are for intracommunicators: an intercommunicator gets a
+ * clear error rather than a wrong exchange. */
 struct vd_comm *vd_coll_comm(MPI_Comm comm, const char *fn, int *err)
 {
 	struct vd_comm *c = vd_comm_get(comm);
 
 	*err = c ? MPI_SUCCESS : vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_COMM, fn);
+	if (c && c->inter) {
+		*err = vd_mpi_raise_msg(comm, MPI_ERR_COMM, fn,
+					"not supported on an intercommunicator");
+		return NULL;
+	}
 	return c;
 }
 
@@ -136,6 +143,8 @@ int PMPI_Barrier(MPI_Comm comm)
 	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
+	if ((c = vd_comm_get(comm)) && c->inter)
+		return vd_mpi_raise(comm, vd_intercomm_barrier(c), fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
 	struct vd_hier *h = vd_coll_hier(c);

@@ -28,8 +28,7 @@
 #include <string.h>
 
 #include "comm_arg.h"
-
-/* Declared in the report for mpi_internal.h. */
+#include "errh_user.h"
 
 #define CTX_STEP 4u
 #define CTX_WORLD 0u
@@ -52,10 +51,27 @@ struct vd_comm *vd_comm_get(MPI_Comm comm)
 static void comm_release(struct vd_comm *c)
 {
 	if (c && --c->refs == 0) {
+		vd_attr_discard(c);
+		vd_info_release(&c->info);
+		vd_errh_release(c->errh);
 		vd_coll_hier_free(c->hier);
 		vd_topo_free(c->topo);
+		if (c->inter) {
+			vd_comm_drop(c->local_comm);
+			free(c->local_world);
+		}
 		free(c->world);
 		free(c);
+	}
+}
+
+void vd_comm_drop(MPI_Comm h)
+{
+	struct vd_comm *c = vd_comm_get(h);
+
+	if (c && h > MPI_COMM_SELF) {
+		comms[h] = NULL;
+		comm_release(c);
 	}
 }
 
@@ -96,12 +112,14 @@ static struct vd_comm *comm_alloc(const int *world, int n, int rank, uint32_t ct
 	c->size = n;
 	c->ctx = ctx;
 	c->errh = errh;
+	vd_errh_retain(errh);
+	c->local_size = n;
+	c->local_world = c->world;
 	return c;
 }
 
-/* comm_alloc + a handle in *out.  0 or -ENOMEM. */
-static int comm_new(const int *world, int n, int rank, uint32_t ctx,
-		    MPI_Errhandler errh, MPI_Comm *out)
+int vd_comm_new(const int *world, int n, int rank, uint32_t ctx, MPI_Errhandler errh,
+		MPI_Comm *out)
 {
 	struct vd_comm *c = comm_alloc(world, n, rank, ctx, errh);
 	int h;
@@ -138,6 +156,8 @@ int vd_comm_init(void)
 	free(ids);
 	if (!comms[MPI_COMM_WORLD] || !comms[MPI_COMM_SELF])
 		goto nomem;
+	strcpy(comms[MPI_COMM_WORLD]->name, "MPI_COMM_WORLD");
+	strcpy(comms[MPI_COMM_SELF]->name, "MPI_COMM_SELF");
 	next_ctx = CTX_FIRST_USER;
 	return 0;
 nomem:
@@ -148,12 +168,36 @@ nomem:
 
 void vd_comm_finalize(void)
 {
-	for (int i = 0; i < ncomms; i++)
-		comm_release(comms[i]);
+	/* Slots empty before their release: an intercommunicator's release
+	 * drops its hidden local communicator, which may come earlier. */
+	for (int i = 0; i < ncomms; i++) {
+		struct vd_comm *c = comms[i];
+
+		comms[i] = NULL;
+		comm_release(c);
+	}
 	free(comms);
 	comms = NULL;
 	ncomms = 0;
 	vd_group_finalize();
+	vd_type_attr_finalize();
+	vd_attr_finalize();
+	vd_info_finalize();
+}
+
+uint32_t vd_ctx_next(void)
+{
+	return next_ctx;
+}
+
+int vd_ctx_reserve(uint32_t max, unsigned ids, uint32_t *ctx)
+{
+	if (max < CTX_FIRST_USER || max % CTX_STEP || ids == 0 ||
+	    max > CTX_MAX - ids * CTX_STEP)
+		return -ENOSPC;
+	*ctx = max;
+	next_ctx = max + ids * CTX_STEP;
+	return 0;
 }
 
 /* Take the agreed id `max` (the maximum of the members' next_ctx): 0, or
@@ -161,15 +205,10 @@ void vd_comm_finalize(void)
  * together. */
 static int ctx_take(uint32_t max, uint32_t *ctx)
 {
-	if (max < CTX_FIRST_USER || max > CTX_MAX - CTX_STEP || max % CTX_STEP)
-		return -ENOSPC;
-	*ctx = max;
-	next_ctx = max + CTX_STEP;
-	return 0;
+	return vd_ctx_reserve(max, 1, ctx);
 }
 
-/* Agree on a context id with every member of parent.  MPI code. */
-static int ctx_agree(MPI_Comm parent, uint32_t *ctx)
+int vd_ctx_agree(MPI_Comm parent, uint32_t *ctx)
 {
 	unsigned mine = next_ctx, max = 0;
 	int rc = PMPI_Allreduce(&mine, &max, 1, MPI_UNSIGNED, MPI_MAX, parent);
@@ -197,7 +236,7 @@ int PMPI_Comm_size(MPI_Comm comm, int *size)
 	int err = vd_comm_arg(comm, size, "MPI_Comm_size", &c);
 
 	if (!err)
-		*size = c->size;
+		*size = c->local_size;
 	return err;
 }
 
@@ -212,30 +251,46 @@ int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 	return err;
 }
 
+/* What a duplicate inherits beyond the group: the info hints and the
+ * attributes, through their copy callbacks.  On failure the duplicate
+ * goes again.  MPI code. */
+static int dup_cache(MPI_Comm comm, struct vd_comm *c, MPI_Comm *newcomm)
+{
+	struct vd_comm *n = vd_comm_get(*newcomm);
+	int rc = MPI_SUCCESS;
+
+	if (c->info != MPI_INFO_NULL)
+		rc = vd_mpi_errno(vd_info_copy(c->info, &n->info));
+	if (rc == MPI_SUCCESS)
+		rc = vd_attr_copy_all(comm, c, *newcomm, n);
+	/* the topology comes along */
+	if (rc == MPI_SUCCESS && c->topo && !(n->topo = vd_topo_dup(c->topo)))
+		rc = MPI_ERR_NO_MEM;
+	if (rc != MPI_SUCCESS) {
+		vd_comm_drop(*newcomm);
+		*newcomm = MPI_COMM_NULL;
+	}
+	return rc;
+}
+
 /* The new communicator inherits the parent's error handler (MPI-3.1 8.3). */
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	static const char fn[] = "MPI_Comm_dup";
-	struct vd_topo *topo = NULL;
 	struct vd_comm *c;
 	uint32_t ctx;
 	int rc;
 
 	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
 		return rc;
-	rc = ctx_agree(comm, &ctx);
-	if (rc != MPI_SUCCESS)
-		return vd_mpi_raise(comm, rc, fn);
-	if (c->topo && !(topo = vd_topo_dup(c->topo)))
-		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, fn);
-	rc = comm_new(c->world, c->size, c->rank, ctx, c->errh, newcomm);
-	if (rc) {
-		vd_topo_free(topo);
-		return vd_mpi_raise(comm, vd_mpi_errno(rc), fn);
-	}
-	comms[*newcomm]->topo = topo;   /* the topology comes along */
-	return MPI_SUCCESS;
+	if (c->inter)
+		rc = vd_intercomm_dup(comm, c, newcomm);
+	else if ((rc = vd_ctx_agree(comm, &ctx)) == MPI_SUCCESS)
+		rc = vd_mpi_errno(vd_comm_new(c->world, c->size, c->rank, ctx, c->errh, newcomm));
+	if (rc == MPI_SUCCESS)
+		rc = dup_cache(comm, c, newcomm);
+	return vd_mpi_raise(comm, rc, fn);
 }
 
 /* One member's contribution to Comm_split. */
@@ -276,7 +331,7 @@ static int split_build(const struct vd_comm *p, const struct split_entry *e, int
 		if (m[i].prank == p->rank)
 			rank = i;
 	}
-	err = rank < 0 ? -EINVAL : comm_new(world, n, rank, ctx, p->errh, newcomm);
+	err = rank < 0 ? -EINVAL : vd_comm_new(world, n, rank, ctx, p->errh, newcomm);
 out:
 	free(m);
 	free(world);
@@ -322,6 +377,9 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 
 	if ((rc = vd_comm_arg(comm, newcomm, fn, &c)))
 		return rc;
+	if (c->inter)
+		return vd_mpi_raise_msg(comm, MPI_ERR_COMM, fn,
+					"not supported on an intercommunicator");
 	if (color < 0 && color != MPI_UNDEFINED)
 		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	/* MPI_UNDEFINED still takes part: the others wait for our entry,
@@ -341,6 +399,7 @@ int PMPI_Comm_free(MPI_Comm *comm)
 {
 	static const char fn[] = "MPI_Comm_free";
 	struct vd_comm *c;
+	int rc;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!comm)
@@ -348,8 +407,10 @@ int PMPI_Comm_free(MPI_Comm *comm)
 	c = vd_comm_get(*comm);
 	if (!c || *comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
 		return vd_mpi_raise(*comm, MPI_ERR_COMM, fn);
-	comms[*comm] = NULL;
-	comm_release(c);
+	/* A delete callback that fails stops the free (MPI-4.0 7.7.2). */
+	if ((rc = vd_attr_delete_all(*comm, c)) != MPI_SUCCESS)
+		return vd_mpi_raise(*comm, rc, fn);
+	vd_comm_drop(*comm);
 	*comm = MPI_COMM_NULL;
 	return MPI_SUCCESS;
 }
@@ -380,6 +441,21 @@ static int same_members(const struct vd_comm *a, const struct vd_comm *b)
 	return r;
 }
 
+static bool same_list(const int *x, int nx, const int *y, int ny)
+{
+	return nx == ny && !memcmp(x, y, (size_t)nx * sizeof(int));
+}
+
+/* Intercommunicators compare as congruent when both groups match in order;
+ * any other difference reads as unequal. */
+static int inter_compare(const struct vd_comm *a, const struct vd_comm *b)
+{
+	if (a->inter != b->inter || !same_list(a->world, a->size, b->world, b->size) ||
+	    !same_list(a->local_world, a->local_size, b->local_world, b->local_size))
+		return MPI_UNEQUAL;
+	return MPI_CONGRUENT;
+}
+
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
@@ -396,6 +472,10 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 		return vd_mpi_raise(comm1, MPI_ERR_ARG, fn);
 	if (comm1 == comm2) {
 		*result = MPI_IDENT;
+		return MPI_SUCCESS;
+	}
+	if (a->inter || b->inter) {
+		*result = inter_compare(a, b);
 		return MPI_SUCCESS;
 	}
 	if (a->size != b->size) {

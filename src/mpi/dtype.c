@@ -625,6 +625,7 @@ int PMPI_Type_free(MPI_Datatype *datatype)
 {
 	static const char fn[] = "MPI_Type_free";
 	struct vd_dtype *t;
+	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!datatype)
@@ -632,6 +633,8 @@ int PMPI_Type_free(MPI_Datatype *datatype)
 	t = vd_dtype_get(*datatype);
 	if (!t || t->builtin)
 		return dt_raise(MPI_ERR_TYPE, fn);
+	if ((err = vd_type_attr_free(*datatype)) != MPI_SUCCESS)
+		return dt_raise(err, fn);
 	handle_drop(*datatype);
 	vd_dtype_release(t);
 	*datatype = MPI_DATATYPE_NULL;

@@ -65,6 +65,8 @@ enum vd_req_kind {
 	VD_REQ_GREQ,                    /* MPI_Grequest_start */
 	VD_REQ_COLL,                    /* a nonblocking collective (nbc_sched.c) */
 	VD_REQ_RMA,                     /* MPI_Rput ...: a one-sided operation */
+	VD_REQ_DONE,                    /* born complete: operations that finish
+	                                 * at once (MPI_Comm_idup) */
 };
 
 /* What MPI_Start of a persistent request does. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * viaduct MPI: error classes, their texts, and the two predefined error
- * handlers.  Codes are classes here (there are no user-defined codes), so
- * MPI_Error_class is the identity on valid codes.
+ * viaduct MPI: error classes, their texts, the predefined error handlers
+ * and the user's (errh_user.c).  Predefined codes are classes, so
+ * MPI_Error_class is the identity on them; codes and classes the program
+ * adds (above MPI_ERR_LASTCODE) are looked up in errh_user.c.
  *
  * An error is always reported on a communicator: the one the call names
  * if it is valid, else MPI_COMM_WORLD (MPI-3.1 8.3).  Before MPI_Init and
@@ -16,7 +17,7 @@
 
 #include "comm_arg.h"
 
-/* Declared here until mpi_internal.h has it (see the report). */
+#include "errh_user.h"
 
 /* MPI_COMM_WORLD's handler as last set; used when the table is gone. */
 static MPI_Errhandler world_errh = MPI_ERRORS_ARE_FATAL;
@@ -55,14 +56,26 @@ static const char *const class_text[] = {
 	[MPI_ERR_RMA_ATTACH] = "memory cannot be attached (or detached)",
 	[MPI_ERR_RMA_SHARED] = "memory cannot be shared (ranks on different hosts)",
 	[MPI_ERR_RMA_FLAVOR] = "wrong window flavor for this call",
+	[MPI_ERR_INFO] = "invalid info object",
+	[MPI_ERR_INFO_KEY] = "invalid info key (empty or longer than MPI_MAX_INFO_KEY - 1)",
+	[MPI_ERR_INFO_VALUE] = "invalid info value (empty or longer than MPI_MAX_INFO_VAL - 1)",
+	[MPI_ERR_INFO_NOKEY] = "info key not set",
+	[MPI_ERR_KEYVAL] = "invalid attribute key",
 };
 
 /* The text of a valid code, or NULL. */
 static const char *code_text(int code)
 {
+	if (code > MPI_ERR_LASTCODE)
+		return vd_err_user_text(code);
 	if (code < 0 || code >= (int)(sizeof(class_text) / sizeof(class_text[0])))
 		return NULL;
 	return class_text[code];
+}
+
+bool vd_err_predefined(int code)
+{
+	return code <= MPI_ERR_LASTCODE && code_text(code);
 }
 
 int vd_mpi_errno(int err)
@@ -115,10 +128,19 @@ static void fatal(int code, const char *fn, const char *detail)
 
 int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail)
 {
+	MPI_Errhandler h;
+
 	if (code == MPI_SUCCESS)
 		return MPI_SUCCESS;
-	if (handler_for(comm) == MPI_ERRORS_RETURN)
+	h = handler_for(comm);
+	if (h == MPI_ERRORS_RETURN)
 		return code;
+	if (h > MPI_ERRORS_ABORT) {
+		/* The handler sees the communicator the error belongs to:
+		 * WORLD's when the named one is invalid. */
+		vd_errh_user_call(h, vd_comm_get(comm) ? comm : MPI_COMM_WORLD, code);
+		return code;
+	}
 	fatal(code, fn, detail);
 }
 
@@ -127,10 +149,6 @@ int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
 	return vd_mpi_raise_msg(comm, code, fn, NULL);
 }
 
-static bool errh_valid(MPI_Errhandler e)
-{
-	return e == MPI_ERRORS_ARE_FATAL || e == MPI_ERRORS_RETURN;
-}
 
 #pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
@@ -142,8 +160,10 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 	c = vd_comm_get(comm);
 	if (!c)
 		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!errh_valid(errhandler))
+	if (!vd_errh_valid(errhandler))
 		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
+	vd_errh_retain(errhandler);
+	vd_errh_release(c->errh);
 	c->errh = errhandler;
 	if (comm == MPI_COMM_WORLD)
 		world_errh = errhandler;
@@ -156,8 +176,11 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, errhandler, "MPI_Comm_get_errhandler", &c);
 
-	if (!err)
+	if (!err) {
+		/* A new reference: the caller frees it (MPI-4.0 9.3). */
+		vd_errh_retain(c->errh);
 		*errhandler = c->errh;
+	}
 	return err;
 }
 
@@ -189,6 +212,6 @@ int PMPI_Error_class(int errorcode, int *errorclass)
 {
 	if (!errorclass || !code_text(errorcode))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class");
-	*errorclass = errorcode;
+	*errorclass = errorcode > MPI_ERR_LASTCODE ? vd_err_user_class(errorcode) : errorcode;
 	return MPI_SUCCESS;
 }

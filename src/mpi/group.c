@@ -52,9 +52,7 @@ static int slot_alloc(void)
 	return i;
 }
 
-/* A new group of the n world ranks in world[] (copied).  n == 0 gives
- * MPI_GROUP_EMPTY.  0 or -ENOMEM. */
-static int group_new(const int *world, int n, MPI_Group *out)
+int vd_group_new(const int *world, int n, MPI_Group *out)
 {
 	struct vd_group *g;
 	int h;
@@ -108,14 +106,13 @@ int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 
 	if ((err = vd_comm_arg(comm, group, fn, &c)))
 		return err;
-	err = group_new(c->world, c->size, group);
+	err = vd_group_new(c->local_world, c->local_size, group);
 	if (err)
 		return vd_mpi_raise(comm, vd_mpi_errno(err), fn);
 	return MPI_SUCCESS;
 }
 
-/* As vd_comm_arg, for a group: MPI_ERR_OTHER, MPI_ERR_GROUP, MPI_ERR_ARG. */
-static int group_arg(MPI_Group group, const void *out, const char *fn, struct vd_group **g)
+int vd_group_arg(MPI_Group group, const void *out, const char *fn, struct vd_group **g)
 {
 	*g = NULL;                      /* set on every path */
 	VD_MPI_CHECK_RUNNING(fn);
@@ -130,7 +127,7 @@ static int group_arg(MPI_Group group, const void *out, const char *fn, struct vd
 int PMPI_Group_size(MPI_Group group, int *size)
 {
 	struct vd_group *g;
-	int err = group_arg(group, size, "MPI_Group_size", &g);
+	int err = vd_group_arg(group, size, "MPI_Group_size", &g);
 
 	if (!err)
 		*size = g->size;
@@ -141,7 +138,7 @@ int PMPI_Group_size(MPI_Group group, int *size)
 int PMPI_Group_rank(MPI_Group group, int *rank)
 {
 	struct vd_group *g;
-	int err = group_arg(group, rank, "MPI_Group_rank", &g);
+	int err = vd_group_arg(group, rank, "MPI_Group_rank", &g);
 
 	if (err)
 		return err;
@@ -155,8 +152,7 @@ int PMPI_Group_rank(MPI_Group group, int *rank)
 	return MPI_SUCCESS;
 }
 
-/* MPI_SUCCESS if ranks[0..n) are distinct ranks of g, else the class. */
-static int check_incl_ranks(const struct vd_group *g, int n, const int ranks[])
+int vd_group_check_ranks(const struct vd_group *g, int n, const int ranks[])
 {
 	bool *seen;
 	int code = MPI_SUCCESS;
@@ -185,9 +181,9 @@ int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
 	struct vd_group *g;
 	int *world, code, err;
 
-	if ((err = group_arg(group, newgroup, fn, &g)))
+	if ((err = vd_group_arg(group, newgroup, fn, &g)))
 		return err;
-	code = check_incl_ranks(g, n, ranks);
+	code = vd_group_check_ranks(g, n, ranks);
 	if (code != MPI_SUCCESS)
 		return vd_mpi_raise(MPI_COMM_WORLD, code, fn);
 	world = malloc((size_t)n * sizeof(int) + 1);
@@ -195,7 +191,7 @@ int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, fn);
 	for (int i = 0; i < n; i++)
 		world[i] = g->world[ranks[i]];
-	err = group_new(world, n, newgroup);
+	err = vd_group_new(world, n, newgroup);
 	free(world);
 	if (err)
 		return vd_mpi_raise(MPI_COMM_WORLD, vd_mpi_errno(err), fn);

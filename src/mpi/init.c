@@ -98,6 +98,9 @@ int PMPI_Query_thread(int *provided)
 int PMPI_Finalize(void)
 {
 	VD_MPI_CHECK_RUNNING("MPI_Finalize");
+	/* MPI_COMM_SELF goes first, as if freed, so its attributes' delete
+	 * callbacks run while MPI still works (MPI-4.0 11.2.2). */
+	vd_attr_delete_all(MPI_COMM_SELF, vd_comm_get(MPI_COMM_SELF));
 	/* Everything this rank queued goes out before anyone disconnects. */
 	while (vd_wire_busy())
 		vd_progress(false);

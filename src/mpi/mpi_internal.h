@@ -112,6 +112,12 @@ size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void 
 void vd_dtype_unpack(const struct vd_dtype *t, const void *src, size_t bytes, void *dst);
 int vd_dtype_init(void);
 void vd_dtype_finalize(void);
+/* type_attr.c: a datatype's attributes.  Free runs the delete callbacks
+ * (MPI_Type_free, before the handle goes; a failure stops the free), copy
+ * the copy callbacks onto a duplicate; MPI codes. */
+int vd_type_attr_free(MPI_Datatype t);
+int vd_type_attr_copy(MPI_Datatype from, MPI_Datatype to);
+void vd_type_attr_finalize(void);
 /* A pending request keeps its datatype alive across MPI_Type_free. */
 void vd_dtype_retain(struct vd_dtype *t);
 void vd_dtype_release(struct vd_dtype *t);
@@ -127,10 +133,13 @@ bool vd_op_valid(MPI_Op op);
 /* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
 struct vd_hier;
 struct vd_topo;
+struct vd_attr;
 struct vd_comm {
 	int refs;
 	int rank, size;
-	int *world;                     /* comm rank -> world rank */
+	int *world;                     /* comm rank -> world rank, for the
+	                                 * ranks point to point names: of an
+	                                 * intercommunicator, the remote group */
 	uint32_t ctx;                   /* point to point; ctx + 1 is the
 	                                 * collectives' context, ctx + 2 and
 	                                 * + 3 those of its node and leader
@@ -140,6 +149,16 @@ struct vd_comm {
 	uint32_t nbc_seq;               /* nonblocking collectives started */
 	struct vd_hier *hier;           /* node-aware views, or NULL: flat */
 	struct vd_topo *topo;           /* process topology, or NULL */
+	/* The local group: world/size themselves for an intracommunicator.
+	 * An intercommunicator also has a hidden intracommunicator over its
+	 * local group (local_comm, a handle) for agreeing on things. */
+	bool inter;
+	int local_size;
+	int *local_world;
+	MPI_Comm local_comm;
+	char name[MPI_MAX_OBJECT_NAME];
+	struct vd_attr *attrs;          /* attr.c */
+	MPI_Info info;                  /* hints as set, or MPI_INFO_NULL */
 };
 
 void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
@@ -147,6 +166,8 @@ void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
  * topology of a communicator. */
 void vd_topo_free(struct vd_topo *t);
 struct vd_topo *vd_topo_dup(const struct vd_topo *t);
+/* intercomm.c: MPI_Barrier on an intercommunicator.  MPI code. */
+int vd_intercomm_barrier(struct vd_comm *c);
 
 /* NULL for an invalid or freed handle. */
 struct vd_comm *vd_comm_get(MPI_Comm comm);
@@ -154,6 +175,19 @@ struct vd_comm *vd_comm_get(MPI_Comm comm);
 void vd_comm_release(struct vd_comm *c);
 int vd_comm_init(void);                 /* WORLD, SELF */
 void vd_comm_finalize(void);
+
+/* attr.c: copy the attributes of `from` to `to` (Comm_dup's copy
+ * callbacks), delete all of c's (delete callbacks).  MPI codes. */
+int vd_attr_copy_all(MPI_Comm from, struct vd_comm *f, MPI_Comm to, struct vd_comm *t);
+int vd_attr_delete_all(MPI_Comm comm, struct vd_comm *c);
+void vd_attr_finalize(void);
+
+/* info.c: a new info with the entries of `from` (MPI_INFO_NULL: empty);
+ * 0, -EINVAL (invalid handle), -ENOMEM.  Release frees it and resets the
+ * handle (MPI_INFO_NULL is fine). */
+int vd_info_copy(MPI_Info from, MPI_Info *out);
+void vd_info_release(MPI_Info *info);
+void vd_info_finalize(void);
 
 struct vd_group {
 	int refs;
