@@ -138,6 +138,7 @@ int vd_coll_barrier(struct vd_comm *c)
 #pragma weak MPI_Barrier = PMPI_Barrier
 int PMPI_Barrier(MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Barrier";
 	struct vd_comm *c;
 	int err;
@@ -176,6 +177,7 @@ int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_com
 #pragma weak MPI_Bcast = PMPI_Bcast
 int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Bcast";
 	struct vd_comm *c;
 	struct vd_dtype *t;
@@ -319,6 +321,7 @@ static int reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op 
 int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct reduction r = { "MPI_Reduce", true, reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
@@ -508,6 +511,7 @@ static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_
 int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		  MPI_Op op, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct reduction r = { "MPI_Allreduce", false, allreduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
@@ -578,6 +582,7 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
 		       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Reduce_scatter";
 	struct vd_comm *c;
 	int err;
@@ -593,6 +598,7 @@ int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 			     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Reduce_scatter_block";
 	struct vd_comm *c;
 	int err, *counts;
@@ -680,6 +686,7 @@ static int exscan(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op 
 int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	     MPI_Op op, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct reduction r = { "MPI_Scan", false, scan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
@@ -689,6 +696,7 @@ int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	       MPI_Op op, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct reduction r = { "MPI_Exscan", false, exscan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);

@@ -510,6 +510,7 @@ static struct vd_coll_side vector(const void *buf, const int *counts, const int 
 int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Gather", gather_args, gather_tree };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -521,6 +522,7 @@ int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		const int recvcounts[], const int displs[], MPI_Datatype recvtype,
 		int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Gatherv", gather_args, gatherv_linear };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -531,6 +533,7 @@ int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Scatter", scatter_args, vd_coll_scatter };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -542,6 +545,7 @@ int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[
 		 MPI_Datatype sendtype, void *recvbuf, int recvcount,
 		 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Scatterv", scatter_args, vd_coll_scatterv };
 
 	return move_api(&m, vector(sendbuf, sendcounts, displs, sendtype),
@@ -552,6 +556,7 @@ int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[
 int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Allgather", vd_coll_all_args, allgather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -563,6 +568,7 @@ int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		   void *recvbuf, const int recvcounts[], const int displs[],
 		   MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Allgatherv", vd_coll_all_args, allgather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -573,6 +579,7 @@ int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -584,6 +591,7 @@ int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
 		  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const struct move_coll m = { "MPI_Alltoallv", vd_coll_all_args, alltoall };
 
 	return move_api(&m, vector(sendbuf, sendcounts, sdispls, sendtype),

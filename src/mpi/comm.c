@@ -232,6 +232,7 @@ int vd_comm_arg(MPI_Comm comm, const void *out, const char *fn, struct vd_comm *
 #pragma weak MPI_Comm_size = PMPI_Comm_size
 int PMPI_Comm_size(MPI_Comm comm, int *size)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, size, "MPI_Comm_size", &c);
 
@@ -243,6 +244,7 @@ int PMPI_Comm_size(MPI_Comm comm, int *size)
 #pragma weak MPI_Comm_rank = PMPI_Comm_rank
 int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, rank, "MPI_Comm_rank", &c);
 
@@ -277,6 +279,7 @@ static int dup_cache(MPI_Comm comm, struct vd_comm *c, MPI_Comm *newcomm)
 #pragma weak MPI_Comm_dup = PMPI_Comm_dup
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_dup";
 	struct vd_comm *c;
 	uint32_t ctx;
@@ -369,6 +372,7 @@ static int split_exchange(MPI_Comm comm, const struct vd_comm *c, int color, int
 #pragma weak MPI_Comm_split = PMPI_Comm_split
 int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_split";
 	struct split_entry *e;
 	struct vd_comm *c;
@@ -397,6 +401,7 @@ int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 #pragma weak MPI_Comm_free = PMPI_Comm_free
 int PMPI_Comm_free(MPI_Comm *comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_free";
 	struct vd_comm *c;
 	int rc;
@@ -459,6 +464,7 @@ static int inter_compare(const struct vd_comm *a, const struct vd_comm *b)
 #pragma weak MPI_Comm_compare = PMPI_Comm_compare
 int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_compare";
 	struct vd_comm *a, *b;
 	int same;

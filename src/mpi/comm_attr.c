@@ -20,6 +20,7 @@
 int PMPI_COMM_NULL_COPY_FN(MPI_Comm oldcomm, int keyval, void *extra_state,
 			   void *attribute_val_in, void *attribute_val_out, int *flag)
 {
+	VD_API_GUARD();
 	(void)oldcomm, (void)keyval, (void)extra_state, (void)attribute_val_in;
 	(void)attribute_val_out;
 	*flag = 0;
@@ -30,6 +31,7 @@ int PMPI_COMM_NULL_COPY_FN(MPI_Comm oldcomm, int keyval, void *extra_state,
 int PMPI_COMM_DUP_FN(MPI_Comm oldcomm, int keyval, void *extra_state,
 		     void *attribute_val_in, void *attribute_val_out, int *flag)
 {
+	VD_API_GUARD();
 	(void)oldcomm, (void)keyval, (void)extra_state;
 	*(void **)attribute_val_out = attribute_val_in;
 	*flag = 1;
@@ -40,6 +42,7 @@ int PMPI_COMM_DUP_FN(MPI_Comm oldcomm, int keyval, void *extra_state,
 int PMPI_COMM_NULL_DELETE_FN(MPI_Comm comm, int keyval, void *attribute_val,
 			     void *extra_state)
 {
+	VD_API_GUARD();
 	(void)comm, (void)keyval, (void)attribute_val, (void)extra_state;
 	return MPI_SUCCESS;
 }
@@ -69,6 +72,7 @@ int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
 			    MPI_Comm_delete_attr_function *comm_delete_attr_fn,
 			    int *comm_keyval, void *extra_state)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_create_keyval";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -83,6 +87,7 @@ int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
 #pragma weak MPI_Comm_free_keyval = PMPI_Comm_free_keyval
 int PMPI_Comm_free_keyval(int *comm_keyval)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_free_keyval";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -104,6 +109,7 @@ static int attr_arg(MPI_Comm comm, int keyval, const char *fn, struct vd_comm **
 #pragma weak MPI_Comm_set_attr = PMPI_Comm_set_attr
 int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_set_attr";
 	struct vd_comm *c;
 	int err = attr_arg(comm, comm_keyval, fn, &c);
@@ -116,6 +122,7 @@ int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
 #pragma weak MPI_Comm_delete_attr = PMPI_Comm_delete_attr
 int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_delete_attr";
 	struct vd_comm *c;
 	int err = attr_arg(comm, comm_keyval, fn, &c);
@@ -162,6 +169,7 @@ static void *predefined_value(MPI_Comm comm, int keyval)
 #pragma weak MPI_Comm_get_attr = PMPI_Comm_get_attr
 int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_get_attr";
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, flag, fn, &c);
@@ -189,6 +197,7 @@ int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int 
 #pragma weak MPI_Comm_set_name = PMPI_Comm_set_name
 int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, comm_name, "MPI_Comm_set_name", &c);
 	size_t n;
@@ -205,6 +214,7 @@ int PMPI_Comm_set_name(MPI_Comm comm, const char *comm_name)
 #pragma weak MPI_Comm_get_name = PMPI_Comm_get_name
 int PMPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, comm_name, "MPI_Comm_get_name", &c);
 

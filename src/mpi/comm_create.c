@@ -76,6 +76,7 @@ static int build_from_group(const struct vd_comm *c, const struct vd_group *g, u
 #pragma weak MPI_Comm_create = PMPI_Comm_create
 int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_create";
 	struct vd_comm *c;
 	struct vd_group *g;
@@ -145,6 +146,7 @@ static int group_max_ctx(struct vd_comm *c, const struct vd_group *g, int me, in
 #pragma weak MPI_Comm_create_group = PMPI_Comm_create_group
 int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_create_group";
 	struct vd_comm *c;
 	struct vd_group *g;
@@ -175,6 +177,7 @@ int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *ne
 int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 			 MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_split_type";
 	struct vd_comm *c;
 	int rc = intra_arg(comm, newcomm, fn, &c);
@@ -194,6 +197,7 @@ int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
 #pragma weak MPI_Comm_idup = PMPI_Comm_idup
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_idup";
 	struct vd_comm *c;
 	struct vd_req *r;
@@ -228,6 +232,7 @@ static int info_arg(MPI_Info info, MPI_Info *copy)
 #pragma weak MPI_Comm_dup_with_info = PMPI_Comm_dup_with_info
 int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_dup_with_info";
 	struct vd_comm *c, *n;
 	MPI_Info copy = MPI_INFO_NULL;
@@ -251,6 +256,7 @@ int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 #pragma weak MPI_Comm_set_info = PMPI_Comm_set_info
 int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_set_info";
 	struct vd_comm *c;
 	MPI_Info copy = MPI_INFO_NULL;
@@ -271,6 +277,7 @@ int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 #pragma weak MPI_Comm_get_info = PMPI_Comm_get_info
 int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_get_info";
 	struct vd_comm *c;
 	int rc = vd_comm_arg(comm, info_used, fn, &c);
@@ -283,6 +290,7 @@ int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 #pragma weak MPI_Comm_test_inter = PMPI_Comm_test_inter
 int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int rc = vd_comm_arg(comm, flag, "MPI_Comm_test_inter", &c);
 
@@ -304,6 +312,7 @@ static int inter_arg(MPI_Comm comm, const void *out, const char *fn, struct vd_c
 #pragma weak MPI_Comm_remote_size = PMPI_Comm_remote_size
 int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int rc = inter_arg(comm, size, "MPI_Comm_remote_size", &c);
 
@@ -315,6 +324,7 @@ int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
 #pragma weak MPI_Comm_remote_group = PMPI_Comm_remote_group
 int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_remote_group";
 	struct vd_comm *c;
 	int rc = inter_arg(comm, group, fn, &c);

@@ -608,6 +608,7 @@ int dt_check_old_new(MPI_Datatype oldtype, const MPI_Datatype *newtype,
 #pragma weak MPI_Type_commit = PMPI_Type_commit
 int PMPI_Type_commit(MPI_Datatype *datatype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_commit";
 	struct vd_dtype *t;
 
@@ -623,6 +624,7 @@ int PMPI_Type_commit(MPI_Datatype *datatype)
 #pragma weak MPI_Type_free = PMPI_Type_free
 int PMPI_Type_free(MPI_Datatype *datatype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_free";
 	struct vd_dtype *t;
 	int err;
@@ -644,6 +646,7 @@ int PMPI_Type_free(MPI_Datatype *datatype)
 #pragma weak MPI_Type_size = PMPI_Type_size
 int PMPI_Type_size(MPI_Datatype datatype, int *size)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_size";
 	struct vd_dtype *t;
 
@@ -659,6 +662,7 @@ int PMPI_Type_size(MPI_Datatype datatype, int *size)
 #pragma weak MPI_Type_get_extent = PMPI_Type_get_extent
 int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_extent";
 	struct vd_dtype *t;
 

@@ -142,6 +142,7 @@ int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[]
 			      const int starts[], int order, MPI_Datatype oldtype,
 			      MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_create_subarray";
 	struct dt_args A = { .combiner = MPI_COMBINER_SUBARRAY, .nd = 1, .types = &oldtype };
 	struct grid G = { 0 };
@@ -236,6 +237,7 @@ int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 			    const int distribs[], const int dargs[], const int psizes[],
 			    int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_create_darray";
 	struct dt_args A = { .combiner = MPI_COMBINER_DARRAY, .nd = 1, .types = &oldtype };
 	int head[3] = { size, rank, ndims }, coords[DT_MAX_DIMS];

@@ -68,6 +68,7 @@ static bool lens_ok(int count, const int *lens)
 #pragma weak MPI_Type_contiguous = PMPI_Type_contiguous
 int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_contiguous";
 	struct layout L = { .count = 1, .len = count };
 	struct dt_args A = { .combiner = MPI_COMBINER_CONTIGUOUS, .nd = 1, .types = &oldtype };
@@ -113,6 +114,7 @@ static int vector(int count, int blocklength, MPI_Aint stride, bool bytes,
 int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
 		    MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	return vector(count, blocklength, stride, false, oldtype, newtype, "MPI_Type_vector");
 }
 
@@ -120,6 +122,7 @@ int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtyp
 int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
 			     MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	return vector(count, blocklength, stride, true, oldtype, newtype,
 		      "MPI_Type_create_hvector");
 }
@@ -156,6 +159,7 @@ static int indexed(struct layout *L, MPI_Datatype oldtype, MPI_Datatype *newtype
 int PMPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
 		     MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	struct layout L = { .count = count, .varlen = true, .lens = blocklengths,
 			    .edispl = displacements };
 
@@ -167,6 +171,7 @@ int PMPI_Type_create_hindexed(int count, const int blocklengths[],
 			      const MPI_Aint displacements[], MPI_Datatype oldtype,
 			      MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	struct layout L = { .count = count, .varlen = true, .lens = blocklengths,
 			    .bdispl = displacements };
 
@@ -177,6 +182,7 @@ int PMPI_Type_create_hindexed(int count, const int blocklengths[],
 int PMPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
 				   MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	struct layout L = { .count = count, .len = blocklength, .edispl = displacements };
 
 	return indexed(&L, oldtype, newtype, "MPI_Type_create_indexed_block");
@@ -187,6 +193,7 @@ int PMPI_Type_create_hindexed_block(int count, int blocklength,
 				    const MPI_Aint displacements[], MPI_Datatype oldtype,
 				    MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	struct layout L = { .count = count, .len = blocklength, .bdispl = displacements };
 
 	return indexed(&L, oldtype, newtype, "MPI_Type_create_hindexed_block");
@@ -212,6 +219,7 @@ int PMPI_Type_create_struct(int count, const int blocklengths[],
 			    const MPI_Aint displacements[], const MPI_Datatype types[],
 			    MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_create_struct";
 	struct builder B = { .pad = true };
 	struct dt_args A = { .combiner = MPI_COMBINER_STRUCT, .na = count, .nd = count,
@@ -255,6 +263,7 @@ static int rebound(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent, bool mark
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 			     MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_create_resized";
 	MPI_Aint bounds[2] = { lb, extent };
 	struct dt_args A = { .combiner = MPI_COMBINER_RESIZED, .na = 2, .nd = 1,
@@ -270,6 +279,7 @@ int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 #pragma weak MPI_Type_dup = PMPI_Type_dup
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_dup";
 	struct dt_args A = { .combiner = MPI_COMBINER_DUP, .nd = 1, .types = &oldtype };
 	struct vd_dtype *old = vd_dtype_get(oldtype);

@@ -38,6 +38,7 @@ static int pack_room(const struct vd_dtype *t, int count, int room, MPI_Aint *by
 int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
 	      int outsize, int *position, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Pack";
 	struct vd_dtype *t;
 	MPI_Aint bytes;
@@ -58,6 +59,7 @@ int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbu
 int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
 		MPI_Datatype datatype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Unpack";
 	struct vd_dtype *t;
 	MPI_Aint bytes;
@@ -77,6 +79,7 @@ int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int 
 #pragma weak MPI_Pack_size = PMPI_Pack_size
 int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Pack_size";
 	struct vd_dtype *t;
 	MPI_Aint bytes;

@@ -26,6 +26,7 @@ static struct vd_dtype *query(MPI_Datatype dt, const void *out, const char *fn, 
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 			      MPI_Aint *true_extent)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_true_extent";
 	struct vd_dtype *t;
 	int err;
@@ -41,6 +42,7 @@ int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 #pragma weak MPI_Type_size_x = PMPI_Type_size_x
 int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_size_x";
 	struct vd_dtype *t;
 	int err;
@@ -55,6 +57,7 @@ int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
 #pragma weak MPI_Type_get_extent_x = PMPI_Type_get_extent_x
 int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_extent_x";
 	struct vd_dtype *t;
 	int err;
@@ -71,6 +74,7 @@ int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *exte
 int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
 				MPI_Count *true_extent)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_true_extent_x";
 	struct vd_dtype *t;
 	int err;
@@ -89,6 +93,7 @@ int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
 int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
 			   int *num_datatypes, int *combiner)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_envelope";
 	const struct dt_recipe *R;
 	struct vd_dtype *t;
@@ -135,6 +140,7 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
 			   int max_datatypes, int integers[], MPI_Aint addresses[],
 			   MPI_Datatype datatypes[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_contents";
 	const struct dt_recipe *R;
 	struct vd_dtype *t;
@@ -166,6 +172,7 @@ int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addr
 #pragma weak MPI_Type_set_name = PMPI_Type_set_name
 int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_set_name";
 	struct vd_dtype *t;
 	int err;
@@ -181,6 +188,7 @@ int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 #pragma weak MPI_Type_get_name = PMPI_Type_get_name
 int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_name";
 	struct vd_dtype *t;
 	int err;
@@ -196,6 +204,7 @@ int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 #pragma weak MPI_Type_match_size = PMPI_Type_match_size
 int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
 {
+	VD_API_GUARD();
 	static const struct { int cls; MPI_Datatype h; int size; } table[] = {
 		{ MPI_TYPECLASS_INTEGER, MPI_SIGNED_CHAR, sizeof(signed char) },
 		{ MPI_TYPECLASS_INTEGER, MPI_SHORT, sizeof(short) },
@@ -226,6 +235,7 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
 #pragma weak MPI_Get_address = PMPI_Get_address
 int PMPI_Get_address(const void *location, MPI_Aint *address)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Get_address");
 	if (!address)
 		return dt_raise(MPI_ERR_ARG, "MPI_Get_address");
@@ -237,12 +247,14 @@ int PMPI_Get_address(const void *location, MPI_Aint *address)
 #pragma weak MPI_Aint_add = PMPI_Aint_add
 MPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp)
 {
+	VD_API_GUARD();
 	return (MPI_Aint)((uintptr_t)base + (uintptr_t)disp);
 }
 
 #pragma weak MPI_Aint_diff = PMPI_Aint_diff
 MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2)
 {
+	VD_API_GUARD();
 	return (MPI_Aint)((uintptr_t)addr1 - (uintptr_t)addr2);
 }
 
@@ -309,6 +321,7 @@ static int get_elements(const MPI_Status *st, MPI_Datatype dt, MPI_Count *count,
 #pragma weak MPI_Get_elements_x = PMPI_Get_elements_x
 int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
 {
+	VD_API_GUARD();
 	int err = get_elements(status, datatype, count, "MPI_Get_elements_x");
 
 	if (!err && *count < 0)
@@ -319,6 +332,7 @@ int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Cou
 #pragma weak MPI_Get_elements = PMPI_Get_elements
 int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+	VD_API_GUARD();
 	MPI_Count n = 0;
 	int err = get_elements(status, datatype, count ? &n : NULL, "MPI_Get_elements");
 

@@ -34,6 +34,7 @@ struct vd_mpi_world vd_mpi;
 #pragma weak MPI_Get_version = PMPI_Get_version
 int PMPI_Get_version(int *version, int *subversion)
 {
+	VD_API_GUARD();
 	if (!version || !subversion)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_version");
 	*version = MPI_VERSION;
@@ -56,6 +57,7 @@ static void copy_out(char *buf, size_t cap, const char *s, int *len)
 #pragma weak MPI_Get_library_version = PMPI_Get_library_version
 int PMPI_Get_library_version(char *version, int *resultlen)
 {
+	VD_API_GUARD();
 	if (!version || !resultlen)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_library_version");
 	copy_out(version, MPI_MAX_LIBRARY_VERSION_STRING,
@@ -66,6 +68,7 @@ int PMPI_Get_library_version(char *version, int *resultlen)
 #pragma weak MPI_Get_processor_name = PMPI_Get_processor_name
 int PMPI_Get_processor_name(char *name, int *resultlen)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Get_processor_name";
 	struct utsname u;
 
@@ -83,6 +86,7 @@ int PMPI_Get_processor_name(char *name, int *resultlen)
 #pragma weak MPI_Wtime = PMPI_Wtime
 double PMPI_Wtime(void)
 {
+	VD_API_GUARD();
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,6 +96,7 @@ double PMPI_Wtime(void)
 #pragma weak MPI_Wtick = PMPI_Wtick
 double PMPI_Wtick(void)
 {
+	VD_API_GUARD();
 	struct timespec ts;
 
 	if (clock_getres(CLOCK_MONOTONIC, &ts) || (ts.tv_sec == 0 && ts.tv_nsec == 0))
@@ -214,6 +219,7 @@ static int map_and_register(size_t len, void **out, VIP_MEM_HANDLE *mh, char *de
 #pragma weak MPI_Alloc_mem = PMPI_Alloc_mem
 int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Alloc_mem";
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len;
 	char detail[256] = "";
@@ -247,6 +253,7 @@ int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 #pragma weak MPI_Free_mem = PMPI_Free_mem
 int PMPI_Free_mem(void *base)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Free_mem";
 	struct mem_region r;
 	VIP_RETURN vr;

@@ -153,6 +153,7 @@ int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
 #pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_set_errhandler";
 	struct vd_comm *c;
 
@@ -173,6 +174,7 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 #pragma weak MPI_Comm_get_errhandler = PMPI_Comm_get_errhandler
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
+	VD_API_GUARD();
 	struct vd_comm *c;
 	int err = vd_comm_arg(comm, errhandler, "MPI_Comm_get_errhandler", &c);
 
@@ -189,6 +191,7 @@ int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 #pragma weak MPI_Error_string = PMPI_Error_string
 int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 {
+	VD_API_GUARD();
 	const char *text = code_text(errorcode);
 	size_t n;
 
@@ -210,6 +213,7 @@ int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 #pragma weak MPI_Error_class = PMPI_Error_class
 int PMPI_Error_class(int errorcode, int *errorclass)
 {
+	VD_API_GUARD();
 	if (!errorclass || !code_text(errorcode))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Error_class");
 	*errorclass = errorcode > MPI_ERR_LASTCODE ? vd_err_user_class(errorcode) : errorcode;

@@ -123,6 +123,7 @@ static int handler_slot(void)
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
 				MPI_Errhandler *errhandler)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_create_errhandler";
 	int i;
 
@@ -142,6 +143,7 @@ int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
 #pragma weak MPI_Errhandler_free = PMPI_Errhandler_free
 int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Errhandler_free";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -157,6 +159,7 @@ int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 #pragma weak MPI_Comm_call_errhandler = PMPI_Comm_call_errhandler
 int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_call_errhandler";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -184,6 +187,7 @@ static int add_code(int cls, int *out)
 #pragma weak MPI_Add_error_class = PMPI_Add_error_class
 int PMPI_Add_error_class(int *errorclass)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Add_error_class";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -195,6 +199,7 @@ int PMPI_Add_error_class(int *errorclass)
 #pragma weak MPI_Add_error_code = PMPI_Add_error_code
 int PMPI_Add_error_code(int errorclass, int *errorcode)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Add_error_code";
 	struct user_code *u = user_code(errorclass);
 
@@ -211,6 +216,7 @@ int PMPI_Add_error_code(int errorclass, int *errorcode)
 #pragma weak MPI_Add_error_string = PMPI_Add_error_string
 int PMPI_Add_error_string(int errorcode, const char *string)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Add_error_string";
 	struct user_code *u = user_code(errorcode);
 	char *copy;

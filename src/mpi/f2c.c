@@ -38,6 +38,7 @@ VD_HANDLE_CONV(Errhandler, MPI_Errhandler)
 #pragma weak MPI_Status_c2f = PMPI_Status_c2f
 int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
 {
+	VD_API_GUARD();
 	if (!c_status || !f_status || c_status == MPI_STATUS_IGNORE)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Status_c2f");
 	memcpy(f_status, c_status, sizeof(*c_status));
@@ -47,6 +48,7 @@ int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
 #pragma weak MPI_Status_f2c = PMPI_Status_f2c
 int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status)
 {
+	VD_API_GUARD();
 	if (!f_status || !c_status || f_status == MPI_F_STATUS_IGNORE ||
 	    f_status == MPI_F_STATUSES_IGNORE || c_status == MPI_STATUS_IGNORE)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Status_f2c");

@@ -100,6 +100,7 @@ void vd_group_finalize(void)
 #pragma weak MPI_Comm_group = PMPI_Comm_group
 int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_group";
 	struct vd_comm *c;
 	int err;
@@ -126,6 +127,7 @@ int vd_group_arg(MPI_Group group, const void *out, const char *fn, struct vd_gro
 #pragma weak MPI_Group_size = PMPI_Group_size
 int PMPI_Group_size(MPI_Group group, int *size)
 {
+	VD_API_GUARD();
 	struct vd_group *g;
 	int err = vd_group_arg(group, size, "MPI_Group_size", &g);
 
@@ -137,6 +139,7 @@ int PMPI_Group_size(MPI_Group group, int *size)
 #pragma weak MPI_Group_rank = PMPI_Group_rank
 int PMPI_Group_rank(MPI_Group group, int *rank)
 {
+	VD_API_GUARD();
 	struct vd_group *g;
 	int err = vd_group_arg(group, rank, "MPI_Group_rank", &g);
 
@@ -177,6 +180,7 @@ int vd_group_check_ranks(const struct vd_group *g, int n, const int ranks[])
 #pragma weak MPI_Group_incl = PMPI_Group_incl
 int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Group_incl";
 	struct vd_group *g;
 	int *world, code, err;
@@ -203,6 +207,7 @@ int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgro
 #pragma weak MPI_Group_free = PMPI_Group_free
 int PMPI_Group_free(MPI_Group *group)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Group_free";
 	struct vd_group *g;
 

@@ -44,6 +44,7 @@ static int publish(int *world, int n, MPI_Group *out, const char *fn)
 int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
 			       MPI_Group group2, int ranks2[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Group_translate_ranks";
 	struct vd_group *a, *b;
 	int err = pair_arg(group1, group2, &n, fn, &a, &b);
@@ -64,6 +65,7 @@ int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
 #pragma weak MPI_Group_compare = PMPI_Group_compare
 int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+	VD_API_GUARD();
 	struct vd_group *a, *b;
 	int err = pair_arg(group1, group2, result, "MPI_Group_compare", &a, &b);
 	bool same_order = true;
@@ -121,18 +123,21 @@ static int set_op(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup, enum 
 #pragma weak MPI_Group_union = PMPI_Group_union
 int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	return set_op(group1, group2, newgroup, SET_UNION, "MPI_Group_union");
 }
 
 #pragma weak MPI_Group_intersection = PMPI_Group_intersection
 int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	return set_op(group1, group2, newgroup, SET_INTERSECTION, "MPI_Group_intersection");
 }
 
 #pragma weak MPI_Group_difference = PMPI_Group_difference
 int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	return set_op(group1, group2, newgroup, SET_DIFFERENCE, "MPI_Group_difference");
 }
 
@@ -182,6 +187,7 @@ static int incl(const struct vd_group *g, int n, const int ranks[], MPI_Group *n
 #pragma weak MPI_Group_excl = PMPI_Group_excl
 int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Group_excl";
 	struct vd_group *g;
 	int err = vd_group_arg(group, newgroup, fn, &g);
@@ -249,11 +255,13 @@ static int range_op(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup
 #pragma weak MPI_Group_range_incl = PMPI_Group_range_incl
 int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	return range_op(group, n, ranges, newgroup, true, "MPI_Group_range_incl");
 }
 
 #pragma weak MPI_Group_range_excl = PMPI_Group_range_excl
 int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+	VD_API_GUARD();
 	return range_op(group, n, ranges, newgroup, false, "MPI_Group_range_excl");
 }

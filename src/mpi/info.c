@@ -205,6 +205,7 @@ static int key_check(const char *key)
 #pragma weak MPI_Info_create = PMPI_Info_create
 int PMPI_Info_create(MPI_Info *info)
 {
+	VD_API_GUARD();
 	if (!info)
 		return raise_info(MPI_ERR_ARG, "MPI_Info_create");
 	return raise_info(vd_mpi_errno(info_new(info)), "MPI_Info_create");
@@ -213,6 +214,7 @@ int PMPI_Info_create(MPI_Info *info)
 #pragma weak MPI_Info_set = PMPI_Info_set
 int PMPI_Info_set(MPI_Info info, const char *key, const char *value)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_set";
 	struct vd_info *in;
 	int err = info_arg(info, value, fn, &in);
@@ -229,6 +231,7 @@ int PMPI_Info_set(MPI_Info info, const char *key, const char *value)
 #pragma weak MPI_Info_delete = PMPI_Info_delete
 int PMPI_Info_delete(MPI_Info info, const char *key)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_delete";
 	struct vd_info *in;
 	int err = info_arg(info, key, fn, &in), i;
@@ -274,6 +277,7 @@ static void copy_out(char *dst, const char *src, int maxlen)
 #pragma weak MPI_Info_get = PMPI_Info_get
 int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_get";
 	struct vd_info *in;
 	int i, err = lookup(info, key, flag, fn, &in, &i);
@@ -294,6 +298,7 @@ int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int
 #pragma weak MPI_Info_get_string = PMPI_Info_get_string
 int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_get_string";
 	struct vd_info *in;
 	int i, err = lookup(info, key, flag, fn, &in, &i);
@@ -314,6 +319,7 @@ int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *valu
 #pragma weak MPI_Info_get_valuelen = PMPI_Info_get_valuelen
 int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_get_valuelen";
 	struct vd_info *in;
 	int i, err = lookup(info, key, flag, fn, &in, &i);
@@ -331,6 +337,7 @@ int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *f
 #pragma weak MPI_Info_get_nkeys = PMPI_Info_get_nkeys
 int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys)
 {
+	VD_API_GUARD();
 	struct vd_info *in;
 	int err = info_arg(info, nkeys, "MPI_Info_get_nkeys", &in);
 
@@ -342,6 +349,7 @@ int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys)
 #pragma weak MPI_Info_get_nthkey = PMPI_Info_get_nthkey
 int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_get_nthkey";
 	struct vd_info *in;
 	int err = info_arg(info, key, fn, &in);
@@ -357,6 +365,7 @@ int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key)
 #pragma weak MPI_Info_dup = PMPI_Info_dup
 int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
 {
+	VD_API_GUARD();
 	struct vd_info *in;
 	int err = info_arg(info, newinfo, "MPI_Info_dup", &in);
 
@@ -368,6 +377,7 @@ int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
 #pragma weak MPI_Info_free = PMPI_Info_free
 int PMPI_Info_free(MPI_Info *info)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Info_free";
 
 	if (!info)

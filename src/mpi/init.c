@@ -4,6 +4,7 @@
  * datatypes, communicators, the VIPL wiring) and go down.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -29,9 +30,13 @@ static void init_failed(const char *what, int err)
 	vd_pmi_abort(MPI_ERR_OTHER, msg);
 }
 
+/* The thread that initialised MPI: MPI_Is_thread_main. */
+static pthread_t main_thread;
+
 #pragma weak MPI_Init_thread = PMPI_Init_thread
 int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+	VD_API_GUARD();
 	int err;
 
 	(void)argc;
@@ -43,13 +48,20 @@ int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	err = vd_pmi_init(&vd_mpi.rank, &vd_mpi.size, vd_mpi.jobid, sizeof(vd_mpi.jobid));
 	if (err)
 		init_failed("the PMI handshake with the launcher", err);
-	/* No lock inside the MPI layer: one thread at a time. */
-	vd_mpi.thread_level = required < MPI_THREAD_SERIALIZED ? required
-							      : MPI_THREAD_SERIALIZED;
-	if (vd_mpi.thread_level < MPI_THREAD_SINGLE)
-		vd_mpi.thread_level = MPI_THREAD_SINGLE;
+	/* Every level is provided as asked; MULTIPLE turns on the lock
+	 * (lock.c), which costs the other levels nothing. */
+	if (required > MPI_THREAD_MULTIPLE)
+		required = MPI_THREAD_MULTIPLE;
+	if (required < MPI_THREAD_SINGLE)
+		required = MPI_THREAD_SINGLE;
+	if (required == MPI_THREAD_MULTIPLE)
+		vd_lock_init();
+	main_thread = pthread_self();
+	/* Read by vd_lock_enter on every call; no other thread may call
+	 * before MPI_Init_thread returns, so relaxed is enough. */
+	__atomic_store_n(&vd_mpi.thread_level, required, __ATOMIC_RELAXED);
 	if (provided)
-		*provided = vd_mpi.thread_level;
+		*provided = required;
 	if ((err = vd_dtype_init()) || (err = vd_comm_init()))
 		init_failed("setting up datatypes and communicators", err);
 	__atomic_store_n(&vd_mpi.phase, VD_MPI_RUNNING, __ATOMIC_RELEASE);
@@ -63,12 +75,14 @@ int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 #pragma weak MPI_Init = PMPI_Init
 int PMPI_Init(int *argc, char ***argv)
 {
+	VD_API_GUARD();
 	return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, NULL);
 }
 
 #pragma weak MPI_Initialized = PMPI_Initialized
 int PMPI_Initialized(int *flag)
 {
+	VD_API_GUARD();
 	if (!flag)
 		return MPI_ERR_ARG;
 	*flag = vd_mpi.phase != VD_MPI_BEFORE;
@@ -78,6 +92,7 @@ int PMPI_Initialized(int *flag)
 #pragma weak MPI_Finalized = PMPI_Finalized
 int PMPI_Finalized(int *flag)
 {
+	VD_API_GUARD();
 	if (!flag)
 		return MPI_ERR_ARG;
 	*flag = vd_mpi.phase == VD_MPI_AFTER;
@@ -87,6 +102,7 @@ int PMPI_Finalized(int *flag)
 #pragma weak MPI_Query_thread = PMPI_Query_thread
 int PMPI_Query_thread(int *provided)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Query_thread");
 	if (!provided)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Query_thread");
@@ -94,9 +110,21 @@ int PMPI_Query_thread(int *provided)
 	return MPI_SUCCESS;
 }
 
+#pragma weak MPI_Is_thread_main = PMPI_Is_thread_main
+int PMPI_Is_thread_main(int *flag)
+{
+	VD_API_GUARD();
+	VD_MPI_CHECK_RUNNING("MPI_Is_thread_main");
+	if (!flag)
+		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Is_thread_main");
+	*flag = pthread_equal(pthread_self(), main_thread) != 0;
+	return MPI_SUCCESS;
+}
+
 #pragma weak MPI_Finalize = PMPI_Finalize
 int PMPI_Finalize(void)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Finalize");
 	/* MPI_COMM_SELF goes first, as if freed, so its attributes' delete
 	 * callbacks run while MPI still works (MPI-4.0 11.2.2). */
@@ -121,6 +149,7 @@ int PMPI_Finalize(void)
 #pragma weak MPI_Abort = PMPI_Abort
 int PMPI_Abort(MPI_Comm comm, int errorcode)
 {
+	VD_API_GUARD();
 	char msg[64];
 
 	(void)comm;

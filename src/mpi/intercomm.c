@@ -184,6 +184,7 @@ static int learn_remote(struct vd_comm *lc, int local_leader, MPI_Comm peer_comm
 int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
 			  int remote_leader, int tag, MPI_Comm *newintercomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Intercomm_create";
 	struct vd_comm *lc;
 	unsigned info[3] = { 0, 0, 0 };
@@ -237,6 +238,7 @@ static int *merged_members(const struct vd_comm *c, bool first, int *rank)
 #pragma weak MPI_Intercomm_merge = PMPI_Intercomm_merge
 int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Intercomm_merge";
 	struct vd_comm *c;
 	unsigned x[3];

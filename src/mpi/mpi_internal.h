@@ -9,8 +9,9 @@
  * argument checks at the API functions produce MPI_ERR_* directly, and
  * vd_mpi_raise() hands every error to the communicator's error handler.
  *
- * Threading: MPI_THREAD_SERIALIZED (one thread in the library at a time);
- * nothing here locks.
+ * Threading: up to MPI_THREAD_MULTIPLE.  Every PMPI_ function opens with
+ * VD_API_GUARD(), one lock around the library (lock.c), taken only when
+ * the program asked for MULTIPLE; inside, one thread at a time.
  */
 #ifndef VIADUCT_MPI_INTERNAL_H
 #define VIADUCT_MPI_INTERNAL_H
@@ -62,6 +63,38 @@ int vd_mpi_raise(MPI_Comm comm, int code, const char *fn);
 
 /* The library's VIPL NIC (wire.c), for MPI_Alloc_mem registrations. */
 VIP_NIC_HANDLE vd_mpi_nic(void);
+
+/* ---- MPI_THREAD_MULTIPLE (lock.c) ------------------------------------------ */
+int vd_lock_take(void);
+void vd_lock_drop(void);
+/* 1 when it took the lock.  Inline: below MULTIPLE a call costs one
+ * predictable branch, nothing more. */
+static inline int vd_lock_enter(void)
+{
+	if (__builtin_expect(__atomic_load_n(&vd_mpi.thread_level, __ATOMIC_RELAXED) !=
+			     MPI_THREAD_MULTIPLE, 1))
+		return 0;
+	return vd_lock_take();
+}
+
+static inline void vd_lock_leave(int *took)
+{
+	if (*took)
+		vd_lock_drop();
+}
+/* The first statement of every PMPI_ function: the lock is dropped on
+ * every way out of the function (cleanup attribute). */
+#define VD_API_GUARD()                                                        \
+	int vd_api_guard_ __attribute__((cleanup(vd_lock_leave), unused)) = \
+		vd_lock_enter()
+void vd_lock_init(void);
+/* Around the one sleep of a blocking wait (wire.c): begin returns false
+ * when another thread already sleeps in the CQs -- then wait for progress
+ * with vd_lock_wait_progress instead. */
+bool vd_lock_sleep_begin(int *saved);
+void vd_lock_sleep_end(int saved);
+void vd_lock_wait_progress(unsigned ms);
+void vd_lock_progressed(void);
 
 /* ---- PMI-1 client (pmi.c) ---------------------------------------------------- *
  * Talks to vdrun or Hydra over the fd in PMI_FD (PMI_RANK, PMI_SIZE); with

@@ -35,6 +35,7 @@ static int launch(struct vd_nbc *s, MPI_Comm comm, MPI_Request *req, const char 
 #pragma weak MPI_Ibarrier = PMPI_Ibarrier
 int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Ibarrier";
 	struct vd_comm *c;
 	struct vd_nbc *s;
@@ -51,6 +52,7 @@ int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
 	       MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Ibcast";
 	struct vd_comm *c;
 	struct vd_dtype *t;
@@ -131,6 +133,7 @@ static void build_exscan(struct vd_nbc *s, const void *in, void *out, int count,
 int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_reduction r = { "MPI_Ireduce", true, vd_nbc_reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm, request);
@@ -140,6 +143,7 @@ int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dat
 int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		   MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_reduction r = { "MPI_Iallreduce", false, build_allreduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm, request);
@@ -149,6 +153,7 @@ int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 	      MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_reduction r = { "MPI_Iscan", false, build_scan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm, request);
@@ -158,6 +163,7 @@ int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_reduction r = { "MPI_Iexscan", false, build_exscan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm, request);
@@ -194,6 +200,7 @@ static int reduce_scatter_api(const char *fn, const void *sendbuf, void *recvbuf
 int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
 			MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Ireduce_scatter";
 	struct vd_comm *c;
 	int err;
@@ -211,6 +218,7 @@ int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount
 			      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
 			      MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Ireduce_scatter_block";
 	struct vd_comm *c;
 	int err, *counts;
@@ -298,6 +306,7 @@ int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
 		MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Igather", gather_args, vd_nbc_gather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -309,6 +318,7 @@ int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
 		 MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Igatherv", gather_args, vd_nbc_gather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -320,6 +330,7 @@ int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
 		 MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Iscatter", scatter_args, vd_nbc_scatter };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -331,6 +342,7 @@ int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs
 		  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
 		  int root, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Iscatterv", scatter_args, vd_nbc_scatter };
 
 	return move_api(&m, vector(sendbuf, sendcounts, displs, sendtype),
@@ -342,6 +354,7 @@ int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
 		   MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Iallgather", vd_coll_all_args, build_allgather };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -353,6 +366,7 @@ int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		    void *recvbuf, const int recvcounts[], const int displs[],
 		    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Iallgatherv", vd_coll_all_args,
 					   build_allgather };
 
@@ -364,6 +378,7 @@ int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Ialltoall", vd_coll_all_args, build_alltoall };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
@@ -376,6 +391,7 @@ int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdisp
 		   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
 		   MPI_Request *request)
 {
+	VD_API_GUARD();
 	static const struct nbc_move m = { "MPI_Ialltoallv", vd_coll_all_args, build_alltoall };
 
 	return move_api(&m, vector(sendbuf, sendcounts, sdispls, sendtype),
@@ -438,6 +454,7 @@ int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdisp
 		   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
 		   MPI_Request *request)
 {
+	VD_API_GUARD();
 	struct vd_coll_wside S = { sendbuf, sendcounts, sdispls, sendtypes };
 	struct vd_coll_wside R = { recvbuf, recvcounts, rdispls, recvtypes };
 
@@ -450,6 +467,7 @@ int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispl
 		  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
 		  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Alltoallw";
 	struct vd_coll_wside S = { sendbuf, sendcounts, sdispls, sendtypes };
 	struct vd_coll_wside R = { recvbuf, recvcounts, rdispls, recvtypes };

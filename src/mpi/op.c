@@ -359,6 +359,7 @@ int vd_op_apply(MPI_Op op, const void *in, void *inout, int count, MPI_Datatype 
 #pragma weak MPI_Op_create = PMPI_Op_create
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Op_create";
 	int i = 0;
 
@@ -389,6 +390,7 @@ int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 #pragma weak MPI_Op_free = PMPI_Op_free
 int PMPI_Op_free(MPI_Op *op)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Op_free";
 	struct user_op *u;
 

@@ -355,12 +355,14 @@ static int send_api(const void *buf, int count, MPI_Datatype dt, int dest, int t
 #pragma weak MPI_Send = PMPI_Send
 int PMPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Send");
 }
 
 #pragma weak MPI_Ssend = PMPI_Ssend
 int PMPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, "MPI_Ssend");
 }
 
@@ -368,6 +370,7 @@ int PMPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
 #pragma weak MPI_Rsend = PMPI_Rsend
 int PMPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	return send_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, "MPI_Rsend");
 }
 
@@ -375,6 +378,7 @@ int PMPI_Rsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
 int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	      MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, req, "MPI_Isend");
 }
 
@@ -382,6 +386,7 @@ int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 int PMPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_SYNC, req, "MPI_Issend");
 }
 
@@ -390,6 +395,7 @@ int PMPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return isend_api(buf, count, dt, dest, tag, comm, VD_SEND_STD, req, "MPI_Irsend");
 }
 
@@ -397,6 +403,7 @@ int PMPI_Irsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 	      MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
 	int e;
 
@@ -415,6 +422,7 @@ int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 int PMPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
 	     MPI_Status *st)
 {
+	VD_API_GUARD();
 	MPI_Request req;
 	int e = PMPI_Irecv(buf, count, dt, source, tag, comm, &req);
 
@@ -428,6 +436,7 @@ int PMPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int 
 		 void *rbuf, int rcount, MPI_Datatype rdt, int source, int rtag,
 		 MPI_Comm comm, MPI_Status *st)
 {
+	VD_API_GUARD();
 	MPI_Request r[2];
 	int e = PMPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
 
@@ -447,6 +456,7 @@ int PMPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int 
 int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag,
 			 int source, int rtag, MPI_Comm comm, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_dtype *t = vd_dtype_comm(dt);
 	void *copy;
 	int e;
@@ -478,6 +488,7 @@ static MPI_Comm req_comm(MPI_Request req)
 #pragma weak MPI_Wait = PMPI_Wait
 int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 {
+	VD_API_GUARD();
 	MPI_Comm comm;
 
 	VD_MPI_CHECK_RUNNING("MPI_Wait");
@@ -490,6 +501,7 @@ int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 #pragma weak MPI_Waitall = PMPI_Waitall
 int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Waitall");
 	if (n < 0 || (n && !reqs))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall");
@@ -500,6 +512,7 @@ int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 #pragma weak MPI_Test = PMPI_Test
 int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_req *r;
 
 	VD_MPI_CHECK_RUNNING("MPI_Test");
@@ -527,6 +540,7 @@ int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 #pragma weak MPI_Request_get_status = PMPI_Request_get_status
 int PMPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_req *r;
 
 	VD_MPI_CHECK_RUNNING("MPI_Request_get_status");
@@ -570,6 +584,7 @@ static int find_done(int n, MPI_Request reqs[])
 #pragma weak MPI_Testany = PMPI_Testany
 int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
 {
+	VD_API_GUARD();
 	int i;
 
 	VD_MPI_CHECK_RUNNING("MPI_Testany");
@@ -590,6 +605,7 @@ int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *s
 #pragma weak MPI_Waitany = PMPI_Waitany
 int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_idle idle = { 0 };
 	int i;
 
@@ -610,6 +626,7 @@ int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 #pragma weak MPI_Testall = PMPI_Testall
 int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Testall");
 	if (n < 0 || (n && !reqs) || !flag)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testall");
@@ -651,6 +668,7 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 #pragma weak MPI_Waitsome = PMPI_Waitsome
 int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
 {
+	VD_API_GUARD();
 	struct vd_idle idle = { 0 };
 	int e;
 
@@ -665,6 +683,7 @@ int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Statu
 #pragma weak MPI_Testsome = PMPI_Testsome
 int PMPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Testsome");
 	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome");
@@ -676,6 +695,7 @@ int PMPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Statu
 #pragma weak MPI_Request_free = PMPI_Request_free
 int PMPI_Request_free(MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_req *r;
 
 	VD_MPI_CHECK_RUNNING("MPI_Request_free");
@@ -705,6 +725,7 @@ int PMPI_Request_free(MPI_Request *req)
 #pragma weak MPI_Cancel = PMPI_Cancel
 int PMPI_Cancel(MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_req *r;
 
 	VD_MPI_CHECK_RUNNING("MPI_Cancel");
@@ -728,6 +749,7 @@ int PMPI_Cancel(MPI_Request *req)
 #pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
 int PMPI_Test_cancelled(const MPI_Status *st, int *flag)
 {
+	VD_API_GUARD();
 	if (!st || st == MPI_STATUS_IGNORE || !flag)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled");
 	*flag = st->vd_count_hi_cancelled & 1;
@@ -737,6 +759,7 @@ int PMPI_Test_cancelled(const MPI_Status *st, int *flag)
 #pragma weak MPI_Get_count = PMPI_Get_count
 int PMPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
 {
+	VD_API_GUARD();
 	struct vd_dtype *t = vd_dtype_get(dt);
 
 	if (!st || st == MPI_STATUS_IGNORE || !count)
@@ -767,6 +790,7 @@ static void probe_status(const struct vd_unexp *u, MPI_Status *st)
 #pragma weak MPI_Iprobe = PMPI_Iprobe
 int PMPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_unexp *u;
 	int e;
@@ -795,6 +819,7 @@ int PMPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 #pragma weak MPI_Probe = PMPI_Probe
 int PMPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_idle idle = { 0 };
 	int flag = 0, e;
 

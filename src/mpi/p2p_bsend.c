@@ -39,6 +39,7 @@ static void bsend_reap(bool all)
 #pragma weak MPI_Buffer_attach = PMPI_Buffer_attach
 int PMPI_Buffer_attach(void *buf, int size)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Buffer_attach");
 	if (bsend.buf || size < 0 || (!buf && size))
 		return vd_mpi_raise(MPI_COMM_WORLD, bsend.buf ? MPI_ERR_BUFFER : MPI_ERR_ARG,
@@ -52,6 +53,7 @@ int PMPI_Buffer_attach(void *buf, int size)
 #pragma weak MPI_Buffer_detach = PMPI_Buffer_detach
 int PMPI_Buffer_detach(void *buf_addr, int *size)
 {
+	VD_API_GUARD();
 	VD_MPI_CHECK_RUNNING("MPI_Buffer_detach");
 	if (!buf_addr || !size)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Buffer_detach");
@@ -119,6 +121,7 @@ int vd_bsend(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
 #pragma weak MPI_Bsend = PMPI_Bsend
 int PMPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
 	int e;
 
@@ -135,6 +138,7 @@ int PMPI_Bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, M
 int PMPI_Ibsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_req *r;
 	int e;

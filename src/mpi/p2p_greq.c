@@ -25,6 +25,7 @@ int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
 			MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
 			MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_greq *g;
 	struct vd_req *r;
 
@@ -58,12 +59,14 @@ static int greq_destroy(struct vd_req *r)
 #pragma weak MPI_Grequest_complete = PMPI_Grequest_complete
 int PMPI_Grequest_complete(MPI_Request req)
 {
+	VD_API_GUARD();
 	struct vd_req *r = vd_req_get(req);
 
 	VD_MPI_CHECK_RUNNING("MPI_Grequest_complete");
 	if (!r || r->kind != VD_REQ_GREQ || r->done)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Grequest_complete");
 	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	vd_lock_progressed();           /* a thread may wait for it */
 	if (r->freed)
 		return vd_mpi_raise(MPI_COMM_WORLD, greq_destroy(r), "MPI_Grequest_complete");
 	return MPI_SUCCESS;
@@ -148,18 +151,21 @@ static int set_elements(MPI_Status *st, MPI_Datatype dt, MPI_Count count, const 
 #pragma weak MPI_Status_set_elements_x = PMPI_Status_set_elements_x
 int PMPI_Status_set_elements_x(MPI_Status *st, MPI_Datatype dt, MPI_Count count)
 {
+	VD_API_GUARD();
 	return set_elements(st, dt, count, "MPI_Status_set_elements_x");
 }
 
 #pragma weak MPI_Status_set_elements = PMPI_Status_set_elements
 int PMPI_Status_set_elements(MPI_Status *st, MPI_Datatype dt, int count)
 {
+	VD_API_GUARD();
 	return set_elements(st, dt, count, "MPI_Status_set_elements");
 }
 
 #pragma weak MPI_Status_set_cancelled = PMPI_Status_set_cancelled
 int PMPI_Status_set_cancelled(MPI_Status *st, int flag)
 {
+	VD_API_GUARD();
 	if (!st || st == MPI_STATUS_IGNORE)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Status_set_cancelled");
 	st->vd_count_hi_cancelled = (st->vd_count_hi_cancelled & ~1) | (flag != 0);

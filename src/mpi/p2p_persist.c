@@ -50,6 +50,7 @@ static int send_init(const void *buf, int count, MPI_Datatype dt, int dest, int 
 int PMPI_Send_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		   MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return send_init(buf, count, dt, dest, tag, comm, req, VD_P_SEND, "MPI_Send_init");
 }
 
@@ -57,6 +58,7 @@ int PMPI_Send_init(const void *buf, int count, MPI_Datatype dt, int dest, int ta
 int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		    MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return send_init(buf, count, dt, dest, tag, comm, req, VD_P_SSEND, "MPI_Ssend_init");
 }
 
@@ -65,6 +67,7 @@ int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype dt, int dest, int t
 int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		    MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return send_init(buf, count, dt, dest, tag, comm, req, VD_P_SEND, "MPI_Rsend_init");
 }
 
@@ -72,6 +75,7 @@ int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int t
 int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 		    MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	return send_init(buf, count, dt, dest, tag, comm, req, VD_P_BSEND, "MPI_Bsend_init");
 }
 
@@ -79,6 +83,7 @@ int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype dt, int dest, int t
 int PMPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag,
 		   MPI_Comm comm, MPI_Request *req)
 {
+	VD_API_GUARD();
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Recv_init");
@@ -141,6 +146,7 @@ static int check_startable(MPI_Request req, struct vd_req **out)
 #pragma weak MPI_Start = PMPI_Start
 int PMPI_Start(MPI_Request *req)
 {
+	VD_API_GUARD();
 	struct vd_req *r = NULL;
 	int e;
 
@@ -158,6 +164,7 @@ int PMPI_Start(MPI_Request *req)
 #pragma weak MPI_Startall = PMPI_Startall
 int PMPI_Startall(int n, MPI_Request reqs[])
 {
+	VD_API_GUARD();
 	struct vd_req *r = NULL;
 	int e = MPI_SUCCESS;
 

@@ -88,6 +88,7 @@ static void message_status(const struct vd_unexp *u, MPI_Status *st)
 int PMPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
 		 MPI_Status *st)
 {
+	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_unexp *u;
 	int e;
@@ -132,6 +133,7 @@ static bool message_waiting(void *arg)
 #pragma weak MPI_Mprobe = PMPI_Mprobe
 int PMPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st)
 {
+	VD_API_GUARD();
 	int flag = 0, e;
 
 	/* The first call checks the arguments; then wait (sleeping when
@@ -234,6 +236,7 @@ static int imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg,
 #pragma weak MPI_Imrecv = PMPI_Imrecv
 int PMPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Request *req)
 {
+	VD_API_GUARD();
 	MPI_Comm comm;
 	int e;
 
@@ -245,6 +248,7 @@ int PMPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Req
 #pragma weak MPI_Mrecv = PMPI_Mrecv
 int PMPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Status *st)
 {
+	VD_API_GUARD();
 	MPI_Request req;
 	MPI_Comm comm;
 	int e;

@@ -121,6 +121,7 @@ int vd_topo_finish(MPI_Comm parent, int err, int color, int key, struct vd_topo 
 #pragma weak MPI_Topo_test = PMPI_Topo_test
 int PMPI_Topo_test(MPI_Comm comm, int *status)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Topo_test";
 	struct vd_comm *c;
 
@@ -242,6 +243,7 @@ static int dims_check(int nnodes, int ndims, const int dims[], int *rest, int *n
 #pragma weak MPI_Dims_create = PMPI_Dims_create
 int PMPI_Dims_create(int nnodes, int ndims, int dims[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Dims_create";
 	int rest, nfree, *out, err, j = 0;
 	struct factors *f;
@@ -372,6 +374,7 @@ static struct vd_topo *cart_topo(int ndims, const int dims[], const int periods[
 int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
 		     int reorder, MPI_Comm *comm_cart)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_create";
 	struct vd_topo *t = NULL;
 	struct vd_comm *c;
@@ -394,6 +397,7 @@ int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int p
 int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
 		  int *newrank)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_map";
 	struct vd_comm *c;
 	int nnodes = 0, err;
@@ -440,6 +444,7 @@ static struct vd_topo *cart_sub_topo(const struct vd_topo *t, const int remain[]
 #pragma weak MPI_Cart_sub = PMPI_Cart_sub
 int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_sub";
 	struct vd_comm *c;
 	struct vd_topo *t;
@@ -464,6 +469,7 @@ int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 #pragma weak MPI_Cartdim_get = PMPI_Cartdim_get
 int PMPI_Cartdim_get(MPI_Comm comm, int *ndims)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cartdim_get";
 	struct vd_comm *c;
 	int err;
@@ -479,6 +485,7 @@ int PMPI_Cartdim_get(MPI_Comm comm, int *ndims)
 #pragma weak MPI_Cart_get = PMPI_Cart_get
 int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_get";
 	const struct vd_topo *t;
 	struct vd_comm *c;
@@ -499,6 +506,7 @@ int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coo
 #pragma weak MPI_Cart_rank = PMPI_Cart_rank
 int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_rank";
 	struct vd_comm *c;
 	int err, r;
@@ -516,6 +524,7 @@ int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 #pragma weak MPI_Cart_coords = PMPI_Cart_coords
 int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_coords";
 	struct vd_comm *c;
 	int err, n;
@@ -535,6 +544,7 @@ int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
 		    int *rank_dest)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Cart_shift";
 	struct vd_comm *c;
 	int err;

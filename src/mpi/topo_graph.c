@@ -76,6 +76,7 @@ static struct vd_topo *graph_topo(int nnodes, const int index[], const int edges
 int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
 		      int reorder, MPI_Comm *comm_graph)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graph_create";
 	struct vd_topo *t = NULL;
 	struct vd_comm *c;
@@ -98,6 +99,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const in
 int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[],
 		   int *newrank)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graph_map";
 	struct vd_comm *c;
 	int err;
@@ -115,6 +117,7 @@ int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges
 #pragma weak MPI_Graphdims_get = PMPI_Graphdims_get
 int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graphdims_get";
 	struct vd_comm *c;
 	int err;
@@ -144,6 +147,7 @@ static int copy_out(int *dst, const int *src, int n, int max)
 #pragma weak MPI_Graph_get = PMPI_Graph_get
 int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graph_get";
 	struct vd_comm *c;
 	int err;
@@ -159,6 +163,7 @@ int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int e
 #pragma weak MPI_Graph_neighbors_count = PMPI_Graph_neighbors_count
 int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graph_neighbors_count";
 	const struct vd_topo *t;
 	struct vd_comm *c;
@@ -178,6 +183,7 @@ int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 #pragma weak MPI_Graph_neighbors = PMPI_Graph_neighbors
 int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Graph_neighbors";
 	const struct vd_topo *t;
 	struct vd_comm *c;
@@ -250,6 +256,7 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
 				    const int destinations[], const int destweights[],
 				    MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Dist_graph_create_adjacent";
 	bool weighted = sourceweights != MPI_UNWEIGHTED;
 	struct vd_topo *t = NULL;
@@ -480,6 +487,7 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
 			   const int weights[], MPI_Info info, int reorder,
 			   MPI_Comm *comm_dist_graph)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Dist_graph_create";
 	struct vd_topo *t = NULL;
 	struct edge_route r;
@@ -510,6 +518,7 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
 int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
 				    int *weighted)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Dist_graph_neighbors_count";
 	struct vd_comm *c;
 	int err;
@@ -529,6 +538,7 @@ int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
 			      int sourceweights[], int maxoutdegree, int destinations[],
 			      int destweights[])
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Dist_graph_neighbors";
 	const struct vd_topo *t;
 	struct vd_comm *c;

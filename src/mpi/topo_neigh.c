@@ -220,6 +220,7 @@ int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 			    void *recvbuf, int recvcount, MPI_Datatype recvtype,
 			    MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_allgather";
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
@@ -242,6 +243,7 @@ int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 			     void *recvbuf, const int recvcounts[], const int displs[],
 			     MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_allgatherv";
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .form = VECTOR, .buf = recvbuf, .counts = recvcounts,
@@ -264,6 +266,7 @@ int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 			   void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoall";
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
@@ -284,6 +287,7 @@ int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const i
 			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
 			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoallv";
 	struct layout s = { .form = VECTOR, .buf = sendbuf, .counts = sendcounts,
 			    .displs = sdispls, .dt = sendtype };
@@ -307,6 +311,7 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			    const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoallw";
 	struct layout s = { .form = W, .buf = sendbuf, .counts = sendcounts,
 			    .bdispls = sdispls, .types = sendtypes };

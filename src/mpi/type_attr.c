@@ -91,6 +91,7 @@ void vd_type_attr_finalize(void)
 int PMPI_TYPE_NULL_COPY_FN(MPI_Datatype oldtype, int keyval, void *extra_state,
 			   void *attribute_val_in, void *attribute_val_out, int *flag)
 {
+	VD_API_GUARD();
 	(void)oldtype, (void)keyval, (void)extra_state, (void)attribute_val_in;
 	(void)attribute_val_out;
 	*flag = 0;
@@ -101,6 +102,7 @@ int PMPI_TYPE_NULL_COPY_FN(MPI_Datatype oldtype, int keyval, void *extra_state,
 int PMPI_TYPE_DUP_FN(MPI_Datatype oldtype, int keyval, void *extra_state,
 		     void *attribute_val_in, void *attribute_val_out, int *flag)
 {
+	VD_API_GUARD();
 	(void)oldtype, (void)keyval, (void)extra_state;
 	*(void **)attribute_val_out = attribute_val_in;
 	*flag = 1;
@@ -111,6 +113,7 @@ int PMPI_TYPE_DUP_FN(MPI_Datatype oldtype, int keyval, void *extra_state,
 int PMPI_TYPE_NULL_DELETE_FN(MPI_Datatype datatype, int keyval, void *attribute_val,
 			     void *extra_state)
 {
+	VD_API_GUARD();
 	(void)datatype, (void)keyval, (void)attribute_val, (void)extra_state;
 	return MPI_SUCCESS;
 }
@@ -127,6 +130,7 @@ int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
 			    MPI_Type_delete_attr_function *type_delete_attr_fn,
 			    int *type_keyval, void *extra_state)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_create_keyval";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -140,6 +144,7 @@ int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
 #pragma weak MPI_Type_free_keyval = PMPI_Type_free_keyval
 int PMPI_Type_free_keyval(int *type_keyval)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_free_keyval";
 
 	VD_MPI_CHECK_RUNNING(fn);
@@ -160,6 +165,7 @@ static int attr_arg(MPI_Datatype type, int keyval, const char *fn)
 #pragma weak MPI_Type_set_attr = PMPI_Type_set_attr
 int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_set_attr";
 	struct vd_attr **l;
 	int err = attr_arg(datatype, type_keyval, fn);
@@ -174,6 +180,7 @@ int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_v
 #pragma weak MPI_Type_get_attr = PMPI_Type_get_attr
 int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_get_attr";
 	struct vd_attr **l;
 	int err = attr_arg(datatype, type_keyval, fn);
@@ -190,6 +197,7 @@ int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_v
 #pragma weak MPI_Type_delete_attr = PMPI_Type_delete_attr
 int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Type_delete_attr";
 	struct vd_attr **l;
 	int err = attr_arg(datatype, type_keyval, fn);

@@ -303,6 +303,7 @@ static int create_finish(struct vd_win *w, int local_err, MPI_Comm comm, MPI_Win
 int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		    MPI_Win *win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_create";
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
@@ -324,6 +325,7 @@ int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI
 int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 		      void *baseptr, MPI_Win *win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_allocate";
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
@@ -349,6 +351,7 @@ int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm
 #pragma weak MPI_Win_create_dynamic = PMPI_Win_create_dynamic
 int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_create_dynamic";
 	struct vd_win *w;
 	int err = create_args(comm, 0, 1, win, fn);
@@ -452,6 +455,7 @@ static int shared_setup(struct vd_win *w)
 int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
 			     void *baseptr, MPI_Win *win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_allocate_shared";
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
@@ -477,6 +481,7 @@ int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Co
 int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
 			  void *baseptr)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_shared_query";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -511,6 +516,7 @@ static bool overlaps(const struct vd_win *w, uintptr_t lo, uintptr_t hi)
 #pragma weak MPI_Win_attach = PMPI_Win_attach
 int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_attach";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -538,6 +544,7 @@ int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 #pragma weak MPI_Win_detach = PMPI_Win_detach
 int PMPI_Win_detach(MPI_Win win, const void *base)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_detach";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -574,6 +581,7 @@ static bool in_epoch(const struct vd_win *w)
 #pragma weak MPI_Win_free = PMPI_Win_free
 int PMPI_Win_free(MPI_Win *win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_free";
 	int err;
 	struct vd_win *w;
@@ -597,6 +605,7 @@ int PMPI_Win_free(MPI_Win *win)
 #pragma weak MPI_Win_get_group = PMPI_Win_get_group
 int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_get_group";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -611,6 +620,7 @@ int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
 #pragma weak MPI_Win_set_name = PMPI_Win_set_name
 int PMPI_Win_set_name(MPI_Win win, const char *win_name)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_set_name";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -626,6 +636,7 @@ int PMPI_Win_set_name(MPI_Win win, const char *win_name)
 #pragma weak MPI_Win_get_name = PMPI_Win_get_name
 int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_get_name";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -644,6 +655,7 @@ int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
 #pragma weak MPI_Win_get_attr = PMPI_Win_get_attr
 int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_get_attr";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -671,6 +683,7 @@ int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *fla
 #pragma weak MPI_Win_set_errhandler = PMPI_Win_set_errhandler
 int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_set_errhandler";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -686,6 +699,7 @@ int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 #pragma weak MPI_Win_get_errhandler = PMPI_Win_get_errhandler
 int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_get_errhandler";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);

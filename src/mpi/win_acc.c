@@ -420,6 +420,7 @@ int PMPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
 		    int target_rank, MPI_Aint target_disp, int target_count,
 		    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+	VD_API_GUARD();
 	struct acc_call k = { { origin_addr, origin_count, vd_dtype_comm(origin_datatype),
 				target_rank, target_disp, target_count,
 				vd_dtype_comm(target_datatype), NULL },
@@ -434,6 +435,7 @@ int PMPI_Raccumulate(const void *origin_addr, int origin_count,
 		     int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
 		     MPI_Request *request)
 {
+	VD_API_GUARD();
 	struct acc_call k = { { origin_addr, origin_count, vd_dtype_comm(origin_datatype),
 				target_rank, target_disp, target_count,
 				vd_dtype_comm(target_datatype), request },
@@ -451,6 +453,7 @@ int PMPI_Get_accumulate(const void *origin_addr, int origin_count,
 			int target_count, MPI_Datatype target_datatype, MPI_Op op,
 			MPI_Win win)
 {
+	VD_API_GUARD();
 	struct acc_call k = { { origin_addr, origin_count, vd_dtype_comm(origin_datatype),
 				target_rank, target_disp, target_count,
 				vd_dtype_comm(target_datatype), NULL },
@@ -467,6 +470,7 @@ int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
 			 int target_count, MPI_Datatype target_datatype, MPI_Op op,
 			 MPI_Win win, MPI_Request *request)
 {
+	VD_API_GUARD();
 	struct acc_call k = { { origin_addr, origin_count, vd_dtype_comm(origin_datatype),
 				target_rank, target_disp, target_count,
 				vd_dtype_comm(target_datatype), request },
@@ -482,6 +486,7 @@ int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
 int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
 		      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
+	VD_API_GUARD();
 	struct vd_dtype *t = vd_dtype_comm(datatype);
 	struct acc_call k = { { origin_addr, 1, t, target_rank, target_disp, 1, t, NULL },
 			      op, result_addr, 1, t, NULL, AM_GACC };
@@ -496,6 +501,7 @@ int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
 			  void *result_addr, MPI_Datatype datatype, int target_rank,
 			  MPI_Aint target_disp, MPI_Win win)
 {
+	VD_API_GUARD();
 	struct vd_dtype *t = vd_dtype_comm(datatype);
 	struct acc_call k = { { origin_addr, 1, t, target_rank, target_disp, 1, t, NULL },
 			      MPI_REPLACE, result_addr, 1, t, compare_addr, AM_CAS };

@@ -346,6 +346,7 @@ int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_data
 	     int target_rank, MPI_Aint target_disp, int target_count,
 	     MPI_Datatype target_datatype, MPI_Win win)
 {
+	VD_API_GUARD();
 	return put_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
 		       target_count, target_datatype, win, NULL, true, "MPI_Put");
 }
@@ -355,6 +356,7 @@ int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	     int target_rank, MPI_Aint target_disp, int target_count,
 	     MPI_Datatype target_datatype, MPI_Win win)
 {
+	VD_API_GUARD();
 	return put_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
 		       target_count, target_datatype, win, NULL, false, "MPI_Get");
 }
@@ -364,6 +366,7 @@ int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_dat
 	      int target_rank, MPI_Aint target_disp, int target_count,
 	      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
+	VD_API_GUARD();
 	if (!request)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Rput");
 	return put_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
@@ -375,6 +378,7 @@ int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	      int target_rank, MPI_Aint target_disp, int target_count,
 	      MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
+	VD_API_GUARD();
 	if (!request)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Rget");
 	return put_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,

@@ -132,6 +132,7 @@ static bool passive(const struct vd_win *w)
 #pragma weak MPI_Win_fence = PMPI_Win_fence
 int PMPI_Win_fence(int assert, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_fence";
 	int err;
 	struct vd_win *w = sync_arg(win, assert, fn, &err);
@@ -176,6 +177,7 @@ static int group_ranks(const struct vd_win *w, MPI_Group group, int **ranks, int
 #pragma weak MPI_Win_post = PMPI_Win_post
 int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_post";
 	int err, *ranks, n;
 	struct vd_win *w = sync_arg(win, assert, fn, &err);
@@ -197,6 +199,7 @@ int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 #pragma weak MPI_Win_start = PMPI_Win_start
 int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_start";
 	int err, *ranks, n;
 	struct vd_win *w = sync_arg(win, assert, fn, &err);
@@ -220,6 +223,7 @@ int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 #pragma weak MPI_Win_complete = PMPI_Win_complete
 int PMPI_Win_complete(MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_complete";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -248,6 +252,7 @@ static void exposure_end(struct vd_win *w)
 #pragma weak MPI_Win_wait = PMPI_Win_wait
 int PMPI_Win_wait(MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_wait";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -265,6 +270,7 @@ int PMPI_Win_wait(MPI_Win win)
 #pragma weak MPI_Win_test = PMPI_Win_test
 int PMPI_Win_test(MPI_Win win, int *flag)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_test";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -301,6 +307,7 @@ static void unlock_one(struct vd_win *w, int rank, bool excl)
 #pragma weak MPI_Win_lock = PMPI_Win_lock
 int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_lock";
 	int err;
 	struct vd_win *w = sync_arg(win, assert, fn, &err);
@@ -326,6 +333,7 @@ int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 #pragma weak MPI_Win_unlock = PMPI_Win_unlock
 int PMPI_Win_unlock(int rank, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_unlock";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -346,6 +354,7 @@ int PMPI_Win_unlock(int rank, MPI_Win win)
 #pragma weak MPI_Win_lock_all = PMPI_Win_lock_all
 int PMPI_Win_lock_all(int assert, MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_lock_all";
 	int err;
 	struct vd_win *w = sync_arg(win, assert, fn, &err);
@@ -365,6 +374,7 @@ int PMPI_Win_lock_all(int assert, MPI_Win win)
 #pragma weak MPI_Win_unlock_all = PMPI_Win_unlock_all
 int PMPI_Win_unlock_all(MPI_Win win)
 {
+	VD_API_GUARD();
 	static const char fn[] = "MPI_Win_unlock_all";
 	int err;
 	struct vd_win *w = vd_win_arg(win, fn, &err);
@@ -402,24 +412,28 @@ static int flush(MPI_Win win, int rank, bool all, const char *fn)
 #pragma weak MPI_Win_flush = PMPI_Win_flush
 int PMPI_Win_flush(int rank, MPI_Win win)
 {
+	VD_API_GUARD();
 	return flush(win, rank, false, "MPI_Win_flush");
 }
 
 #pragma weak MPI_Win_flush_all = PMPI_Win_flush_all
 int PMPI_Win_flush_all(MPI_Win win)
 {
+	VD_API_GUARD();
 	return flush(win, 0, true, "MPI_Win_flush_all");
 }
 
 #pragma weak MPI_Win_flush_local = PMPI_Win_flush_local
 int PMPI_Win_flush_local(int rank, MPI_Win win)
 {
+	VD_API_GUARD();
 	return flush(win, rank, false, "MPI_Win_flush_local");
 }
 
 #pragma weak MPI_Win_flush_local_all = PMPI_Win_flush_local_all
 int PMPI_Win_flush_local_all(MPI_Win win)
 {
+	VD_API_GUARD();
 	return flush(win, 0, true, "MPI_Win_flush_local_all");
 }
 
@@ -428,6 +442,7 @@ int PMPI_Win_flush_local_all(MPI_Win win)
 #pragma weak MPI_Win_sync = PMPI_Win_sync
 int PMPI_Win_sync(MPI_Win win)
 {
+	VD_API_GUARD();
 	int err;
 	struct vd_win *w = vd_win_arg(win, "MPI_Win_sync", &err);
 

@@ -766,8 +766,21 @@ static void idle_wait(void)
 			return;
 		}
 	}
-	if (viaduct_cq_wait_set(W.set, W.nset, W.idle_ms) == VIP_TIMEOUT &&
-	    W.idle_ms < IDLE_MS_MAX)
+	/* Read under the lock: the sleep below may run without it. */
+	unsigned ms = W.idle_ms, nset = W.nset;
+	int saved;
+	VIP_RETURN rc;
+
+	/* MPI_THREAD_MULTIPLE: one thread sleeps in the CQs, without the
+	 * lock; the others wait for what it (or anyone) completes. */
+	if (!vd_lock_sleep_begin(&saved)) {
+		vd_lock_wait_progress(ms);
+		return;
+	}
+	/* W.set is written once, at MPI_Init. */
+	rc = viaduct_cq_wait_set(W.set, nset, ms);
+	vd_lock_sleep_end(saved);
+	if (rc == VIP_TIMEOUT && W.idle_ms < IDLE_MS_MAX)
 		W.idle_ms *= 2;
 }
 
@@ -792,9 +805,10 @@ static int progress_wire(bool block)
 			n++;
 		}
 	}
-	if (n)
+	if (n) {
 		W.idle_ms = 1;
-	else if (block)
+		vd_lock_progressed();
+	} else if (block)
 		idle_wait();
 	return n;
 }
