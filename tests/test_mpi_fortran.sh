@@ -17,10 +17,11 @@ if [ ! -x "$B/tools/vdfort" ]; then
 	echo "FAIL: $B/tools/vdfort was not generated although Fortran is enabled"
 	exit 1
 fi
-mt_need f77_basic f90_module
+mt_need f77_basic f90_module f90_families
 for n in $MT_RANKS; do
 	mt_run f77_basic "$n" -- f77_basic
 	mt_run f90_module "$n" -- f90_module
+	mt_run f90_families "$n" -- f90_families
 done
 
 tmp=$(mktemp -d) || exit 1

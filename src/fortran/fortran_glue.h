@@ -9,6 +9,7 @@
 #ifndef VIADUCT_FORTRAN_GLUE_H
 #define VIADUCT_FORTRAN_GLUE_H
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 

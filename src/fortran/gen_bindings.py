@@ -39,7 +39,11 @@ WIDE_TYPES = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Offset": "MPI_OFFSET_KIND",
 LOGICAL_NAMES = {"flag", "periods", "reorder", "remain_dims", "commute", "high",
                  "complete", "weighted"}
 # C-only functions (the standard gives them no Fortran binding).
-C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol)$")
+C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol|[A-Z_]+_FN)$")
+# Bound by hand in fortran_attr.c (interfaces still generated): Fortran
+# passes attribute values, C pointers to them.
+HANDWRITTEN = {"MPI_Comm_get_attr", "MPI_Comm_set_attr", "MPI_Type_get_attr",
+               "MPI_Type_set_attr", "MPI_Win_get_attr"}
 # Struct members of MPI_Status, as 1-based indices of a Fortran status.
 STATUS_FIELDS = [("MPI_SOURCE", 1), ("MPI_TAG", 2), ("MPI_ERROR", 3)]
 STATUS_SIZE = 5
@@ -58,8 +62,9 @@ SENTINELS = [("MPI_BOTTOM", "vd_mpi_fbottom", "", "MPI_BOTTOM"),
 class Arg:
     """One C parameter and how it crosses to Fortran."""
 
-    def __init__(self, ctype, name, array):
+    def __init__(self, ctype, name, array, inner=""):
         self.ctype, self.name, self.array = ctype, name, array
+        self.inner = inner              # "[3]" of int ranges[][3]
         base = ctype.replace("const", "").replace("*", "").strip()
         stars = ctype.count("*") + (1 if array else 0)
         self.base, self.stars = base, stars
@@ -75,7 +80,9 @@ class Arg:
             return "string_in" if "const" in self.ctype else "string_out"
         if b == "MPI_Status" and s == 1:
             return "status"
-        if b == "MPI_User_function" and s == 1:
+        # Functions Fortran passes as they are: the C types already take
+        # every argument by reference.
+        if b in ("MPI_User_function", "MPI_Comm_errhandler_function") and s == 1:
             return "userfn"
         if b in WIDE_TYPES:
             return "wide_val" if s == 0 else "wide_ref"
@@ -102,9 +109,9 @@ def parse_args(argtext):
         if not m:
             return None
         ctype, name, dims = m.group(1).strip(), m.group(2), m.group(3)
-        if dims.count("[") > 1:
-            ctype += " *"
-        out.append(Arg(ctype, name, bool(dims)))
+        # int ranges[][3] is an array of ints to Fortran as to C's ABI
+        inner = dims[dims.index("]") + 1:] if dims else ""
+        out.append(Arg(ctype, name, bool(dims), inner))
     return out
 
 
@@ -296,7 +303,7 @@ def c_params(args):
         elif a.kind == "status":
             ps.append("MPI_Fint *%s" % a.name)
         elif a.kind == "userfn":
-            ps.append("MPI_User_function *%s" % a.name)
+            ps.append("%s *%s" % (a.base, a.name))
         elif a.kind in ("wide_val", "wide_ref"):
             ps.append("%s *%s" % (a.base, a.name))
         else:
@@ -370,10 +377,9 @@ def c_wrapper(ret, name, args):
 
 
 def ctype_of(a):
-    base = a.base
-    if a.kind == "wide_ref":
-        return "%s *" % base
-    return "%s *" % base
+    if a.inner:
+        return "%s (*)%s" % (a.base, a.inner)
+    return "%s *" % a.base
 
 
 def write_c(path, funcs):
@@ -382,7 +388,8 @@ def write_c(path, funcs):
            " * src/fortran/gen_bindings.py -- do not edit. */",
            '#include "fortran_glue.h"', ""]
     for ret, name, args in funcs:
-        out += c_wrapper(ret, name, args) + [""]
+        if name not in HANDWRITTEN:
+            out += c_wrapper(ret, name, args) + [""]
     write(path, "\n".join(out))
 
 

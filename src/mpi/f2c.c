@@ -34,6 +34,8 @@ VD_HANDLE_CONV(Request, MPI_Request)
 VD_HANDLE_CONV(Op, MPI_Op)
 VD_HANDLE_CONV(Info, MPI_Info)
 VD_HANDLE_CONV(Errhandler, MPI_Errhandler)
+VD_HANDLE_CONV(Win, MPI_Win)
+VD_HANDLE_CONV(Message, MPI_Message)
 
 #pragma weak MPI_Status_c2f = PMPI_Status_c2f
 int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status)
