@@ -213,6 +213,24 @@ static int both_fill(const struct layout *s, const struct layout *r,
 	return err ? err : pieces_fill(r, nb->nin, rp);
 }
 
+/* One neighbourhood collective: s to every out-neighbour (with
+ * same_block: the one block s describes to each, as the allgathers send),
+ * r from every in-neighbour.  MPI code, raised on comm. */
+static int neigh_run(MPI_Comm comm, const struct layout *s, const struct layout *r,
+		     bool same_block, const char *fn)
+{
+	struct piece *rp, *sp;
+	struct neighbours nb;
+	struct vd_comm *c;
+	int err = neigh_begin(comm, &c, &nb, &rp, &sp);
+
+	if (!err)
+		err = both_fill(s, r, &nb, sp, rp);
+	for (int k = 0; same_block && !err && k < nb.nout; k++)
+		sp[k].buf = (char *)s->buf;
+	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+}
+
 /* ---- the collectives ----------------------------------------------------------- */
 
 #pragma weak MPI_Neighbor_allgather = PMPI_Neighbor_allgather
@@ -224,18 +242,9 @@ int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 	static const char fn[] = "MPI_Neighbor_allgather";
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
-	struct piece *rp, *sp;
-	struct neighbours nb;
-	struct vd_comm *c;
-	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	err = neigh_begin(comm, &c, &nb, &rp, &sp);
-	if (!err)
-		err = both_fill(&s, &r, &nb, sp, rp);
-	for (int k = 0; !err && k < nb.nout; k++)
-		sp[k].buf = (char *)sendbuf;    /* the same block to everyone */
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_run(comm, &s, &r, true, fn);
 }
 
 #pragma weak MPI_Neighbor_allgatherv = PMPI_Neighbor_allgatherv
@@ -248,18 +257,9 @@ int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .form = VECTOR, .buf = recvbuf, .counts = recvcounts,
 			    .displs = displs, .dt = recvtype };
-	struct piece *rp, *sp;
-	struct neighbours nb;
-	struct vd_comm *c;
-	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	err = neigh_begin(comm, &c, &nb, &rp, &sp);
-	if (!err)
-		err = both_fill(&s, &r, &nb, sp, rp);
-	for (int k = 0; !err && k < nb.nout; k++)
-		sp[k].buf = (char *)sendbuf;
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_run(comm, &s, &r, true, fn);
 }
 
 #pragma weak MPI_Neighbor_alltoall = PMPI_Neighbor_alltoall
@@ -270,16 +270,9 @@ int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 	static const char fn[] = "MPI_Neighbor_alltoall";
 	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
 	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
-	struct piece *rp, *sp;
-	struct neighbours nb;
-	struct vd_comm *c;
-	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	err = neigh_begin(comm, &c, &nb, &rp, &sp);
-	if (!err)
-		err = both_fill(&s, &r, &nb, sp, rp);
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_run(comm, &s, &r, false, fn);
 }
 
 #pragma weak MPI_Neighbor_alltoallv = PMPI_Neighbor_alltoallv
@@ -293,16 +286,9 @@ int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const i
 			    .displs = sdispls, .dt = sendtype };
 	struct layout r = { .form = VECTOR, .buf = recvbuf, .counts = recvcounts,
 			    .displs = rdispls, .dt = recvtype };
-	struct piece *rp, *sp;
-	struct neighbours nb;
-	struct vd_comm *c;
-	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	err = neigh_begin(comm, &c, &nb, &rp, &sp);
-	if (!err)
-		err = both_fill(&s, &r, &nb, sp, rp);
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_run(comm, &s, &r, false, fn);
 }
 
 #pragma weak MPI_Neighbor_alltoallw = PMPI_Neighbor_alltoallw
@@ -317,14 +303,7 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			    .bdispls = sdispls, .types = sendtypes };
 	struct layout r = { .form = W, .buf = recvbuf, .counts = recvcounts,
 			    .bdispls = rdispls, .types = recvtypes };
-	struct piece *rp, *sp;
-	struct neighbours nb;
-	struct vd_comm *c;
-	int err;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	err = neigh_begin(comm, &c, &nb, &rp, &sp);
-	if (!err)
-		err = both_fill(&s, &r, &nb, sp, rp);
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_run(comm, &s, &r, false, fn);
 }
