@@ -5,6 +5,9 @@
 #     vd_netns_up            two hosts: $VD_NS_A ($VD_IP_A), $VD_NS_B ($VD_IP_B)
 #     vd_in A|B CMD...       run CMD on that host
 #     vd_link down|up        take B's end of the link down / up again
+#     vd_netns_agent FILE    write a launcher's remote agent to FILE:
+#                            called as ssh is ([options] HOST WORDS...), it
+#                            runs the words with sh in that host
 # Everything is removed when the script exits.  Not root, or no
 # CAP_NET_ADMIN: exit 77 with the reason.  Traffic stays in the two
 # namespaces (10.231.N.0/24, N from our pid).
@@ -52,4 +55,20 @@ vd_in() {
 
 vd_link() {
 	ip -n "$VD_NS_B" link set vb "$1"
+}
+
+# Hydra's (and any ssh-like launcher's) way onto the hosts.
+vd_netns_agent() {
+	cat >"$1" <<EOS
+#!/bin/bash
+while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
+case \$1 in
+$VD_IP_A) ns=$VD_NS_A ;;
+$VD_IP_B) ns=$VD_NS_B ;;
+*) echo "nsrsh: unknown host \$1" >&2; exit 255 ;;
+esac
+shift
+exec ip netns exec "\$ns" sh -c "\$*"
+EOS
+	chmod 700 "$1"
 }

@@ -21,18 +21,7 @@ vd_netns_up
 rsh=$(mktemp /tmp/viaduct-nsrsh.XXXXXX)
 trap 'rm -f "$mt_log" "$rsh"; vd_netns_cleanup' EXIT
 # Hydra's launcher, called as ssh would be: [options] HOST COMMAND.
-cat >"$rsh" <<EOS
-#!/bin/bash
-while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
-case \$1 in
-$VD_IP_A) ns=$VD_NS_A ;;
-$VD_IP_B) ns=$VD_NS_B ;;
-*) echo "nsrsh: unknown host \$1" >&2; exit 255 ;;
-esac
-shift
-exec ip netns exec "\$ns" sh -c "\$*"
-EOS
-chmod 700 "$rsh"
+vd_netns_agent "$rsh"
 export VIADUCT_OFI_PROVIDER=tcp
 # hydra N PROG ARGS...: ranks round-robin over the two hosts (HOSTS
 # overrides: "a:2,b:2" puts ranks 0-1 on a, 2-3 on b)

@@ -28,18 +28,7 @@ across_hosts() {
 	vd_netns_up
 	rsh=$(mktemp /tmp/viaduct-nsrsh.XXXXXX)
 	trap 'rm -f "$rsh"; vd_netns_cleanup' EXIT
-	cat >"$rsh" <<EOS
-#!/bin/bash
-while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
-case \$1 in
-$VD_IP_A) ns=$VD_NS_A ;;
-$VD_IP_B) ns=$VD_NS_B ;;
-*) echo "nsrsh: unknown host \$1" >&2; exit 255 ;;
-esac
-shift
-exec ip netns exec "\$ns" sh -c "\$*"
-EOS
-	chmod 700 "$rsh"
+	vd_netns_agent "$rsh"
 	for spec in "3 $VD_IP_A,$VD_IP_B" "4 $VD_IP_A:2,$VD_IP_B:2"; do
 		n=${spec%% *}
 		VIADUCT_OFI_PROVIDER=tcp vd_in A timeout -k 5 60 "$HYDRA" -hosts "${spec#* }" \
