@@ -19,6 +19,9 @@ void pmpi_type_get_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *val, MPI_Fi
 			 MPI_Fint *ierror);
 void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *flag,
 			MPI_Fint *ierror);
+void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror);
+void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
+		    MPI_Fint *ierror);
 
 static bool comm_predefined(int keyval)
 {
@@ -86,4 +89,22 @@ void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint
 		*val = *(MPI_Aint *)v;
 	else
 		*val = *(int *)v;
+}
+
+/* The MPI-1 forms: the value is a default INTEGER. */
+#pragma weak mpi_attr_put_ = pmpi_attr_put_
+void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror)
+{
+	*ierror = MPI_Comm_set_attr(*comm, *keyval, (void *)(MPI_Aint)*val);
+}
+
+#pragma weak mpi_attr_get_ = pmpi_attr_get_
+void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
+		    MPI_Fint *ierror)
+{
+	MPI_Aint v = 0;
+
+	pmpi_comm_get_attr_(comm, keyval, &v, flag, ierror);
+	if (*flag)
+		*val = (MPI_Fint)v;
 }
