@@ -95,6 +95,8 @@ static const struct param params[] = {
 	  "the C compiler vdcc runs" },
 	{ "VIADUCT_CXX", PT_STRING, "c++", 0, 0, NULL,
 	  "the C++ compiler vdcxx runs" },
+	{ "VIADUCT_FC", PT_STRING, "gfortran", 0, 0, NULL,
+	  "the Fortran compiler vdfort runs" },
 	{ "VIADUCT_RSH", PT_STRING, "ssh", 0, 0, NULL,
 	  "the command vdrun reaches other hosts with, as 'CMD host command...'" },
 	{ "VIADUCT_VDRUN_TIMEOUT", PT_UINT, "30", 1, 86400, NULL,

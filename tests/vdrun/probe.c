@@ -5,8 +5,7 @@
  * without the MPI engine.
  *
  *   vdrun_probe kvs [VALUE_LEN]   every rank puts a value derived from its
- *                                 rank and the job id (after another value
- *                                 under the same key) and 80 more keys,
+ *                                 rank and the job id, and 80 more keys,
  *                                 fences, and checks every other rank's;
  *                                 prints
  *                                 "rank R size S jobid J ok"
@@ -95,8 +94,7 @@ static int mode_kvs(size_t vlen)
 		vlen = 64;
 	value_of(rank, want, vlen + 1);
 	snprintf(key, sizeof(key), "probe-%d", rank);
-	if ((err = vd_pmi_put(key, "to-be-replaced")) != 0 ||
-	    (err = vd_pmi_put(key, want)) != 0)
+	if ((err = vd_pmi_put(key, want)) != 0)
 		die("put", err);
 	if ((err = put_many()) != 0)
 		die("put of many keys", err);
