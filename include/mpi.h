@@ -687,6 +687,23 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			   const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
 			   void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			   const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			    MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, const int recvcounts[], const int displs[],
+			     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			   MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+			    MPI_Request *request);
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 /* ---- one-sided communication ------------------------------------------------------ */
 #define MPI_MAX_OBJECT_NAME 128
 #define MPI_LOCK_EXCLUSIVE 234
@@ -1142,6 +1159,23 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
 			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			    const MPI_Datatype recvtypes[], MPI_Comm comm);
+int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			     MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			      void *recvbuf, const int recvcounts[], const int displs[],
+			      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			    MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			     MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+			     MPI_Request *request);
+int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			     const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			     void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			     const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 
 MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
 MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
