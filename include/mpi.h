@@ -417,6 +417,9 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 			    MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 			     MPI_Aint *true_extent);
 int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
@@ -930,6 +933,9 @@ int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 			     MPI_Datatype *newtype);
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 			      MPI_Aint *true_extent);
 int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
