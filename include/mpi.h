@@ -59,6 +59,13 @@ typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval
 					  void *attribute_val, void *extra_state);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *error_code, ...);
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+				       void *attribute_val_in, void *attribute_val_out,
+				       int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+					 void *extra_state);
 
 /* ---- handles ---------------------------------------------------------- */
 #define MPI_COMM_NULL ((MPI_Comm)0)
@@ -753,6 +760,23 @@ int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+			  MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+			  void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
+int MPI_WIN_NULL_COPY_FN(MPI_Win oldwin, int win_keyval, void *extra_state,
+			 void *attribute_val_in, void *attribute_val_out, int *flag);
+int MPI_WIN_DUP_FN(MPI_Win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+		   void *attribute_val_out, int *flag);
+int MPI_WIN_NULL_DELETE_FN(MPI_Win win, int win_keyval, void *attribute_val,
+			   void *extra_state);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+			      MPI_Errhandler *errhandler);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	    int target_rank, MPI_Aint target_disp, int target_count,
 	    MPI_Datatype target_datatype, MPI_Win win);
@@ -1233,6 +1257,23 @@ int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+			   MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+			   void *extra_state);
+int PMPI_Win_free_keyval(int *win_keyval);
+int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int PMPI_Win_delete_attr(MPI_Win win, int win_keyval);
+int PMPI_WIN_NULL_COPY_FN(MPI_Win oldwin, int win_keyval, void *extra_state,
+			  void *attribute_val_in, void *attribute_val_out, int *flag);
+int PMPI_WIN_DUP_FN(MPI_Win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+		    void *attribute_val_out, int *flag);
+int PMPI_WIN_NULL_DELETE_FN(MPI_Win win, int win_keyval, void *attribute_val,
+			    void *extra_state);
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+			       MPI_Errhandler *errhandler);
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int PMPI_Win_set_info(MPI_Win win, MPI_Info info);
+int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	    int target_rank, MPI_Aint target_disp, int target_count,
 	    MPI_Datatype target_datatype, MPI_Win win);

@@ -43,7 +43,7 @@ C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol|[A-Z_]+_F
 # Bound by hand in fortran_attr.c (interfaces still generated): Fortran
 # passes attribute values, C pointers to them.
 HANDWRITTEN = {"MPI_Comm_get_attr", "MPI_Comm_set_attr", "MPI_Type_get_attr",
-               "MPI_Type_set_attr", "MPI_Win_get_attr"}
+               "MPI_Type_set_attr", "MPI_Win_get_attr", "MPI_Win_set_attr"}
 # Struct members of MPI_Status, as 1-based indices of a Fortran status.
 STATUS_FIELDS = [("MPI_SOURCE", 1), ("MPI_TAG", 2), ("MPI_ERROR", 3)]
 STATUS_SIZE = 5
