@@ -82,7 +82,8 @@ class Arg:
             return "status"
         # Functions Fortran passes as they are: the C types already take
         # every argument by reference.
-        if b in ("MPI_User_function", "MPI_Comm_errhandler_function") and s == 1:
+        if b in ("MPI_User_function", "MPI_Comm_errhandler_function",
+                 "MPI_Win_errhandler_function") and s == 1:
             return "userfn"
         if b in WIDE_TYPES:
             return "wide_val" if s == 0 else "wide_ref"
