@@ -72,8 +72,8 @@ static int recv_tag(const struct vd_neighbours *nb, int k)
 }
 
 /* Post every receive then every send, wait for all.  MPI code. */
-static int exchange(struct vd_comm *c, const struct vd_neighbours *nb, const struct vd_piece *rp,
-		    const struct vd_piece *sp)
+static int exchange(struct vd_comm *c, const struct vd_neighbours *nb,
+		    const struct vd_piece *rp, const struct vd_piece *sp)
 {
 	MPI_Request *req = malloc((size_t)(nb->nin + nb->nout + 1) * sizeof(*req));
 	uint32_t ctx = c->ctx + 1;
@@ -122,13 +122,13 @@ static int neigh_begin(MPI_Comm comm, struct vd_comm **c, struct vd_neighbours *
 static int neigh_end(MPI_Comm comm, int err, struct vd_comm *c, struct vd_neighbours *nb,
 		     struct vd_piece *rp, struct vd_piece *sp, const struct vd_neigh_how *how)
 {
-	const char *fn = how->fn;
-
-	if (!err)
-		err = how->deliver ? how->deliver(c, nb, rp, sp, how->arg) : exchange(c, nb, rp, sp);
+	if (!err && how->deliver)
+		err = how->deliver(c, nb, rp, sp, how->arg);
+	else if (!err)
+		err = exchange(c, nb, rp, sp);
 	free(nb->mem);
 	free(rp);
-	return vd_mpi_raise(c ? comm : MPI_COMM_WORLD, err, fn);
+	return vd_mpi_raise(c ? comm : MPI_COMM_WORLD, err, how->fn);
 }
 
 static int layout_check(const struct vd_layout *l, int n)

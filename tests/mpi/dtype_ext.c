@@ -30,8 +30,9 @@ static void test_f90(void)
 {
 	MPI_Datatype t = MPI_DATATYPE_NULL;
 	static const struct { int r; MPI_Datatype want; } ints[] = {
-		{ 1, MPI_INTEGER1 }, { 2, MPI_INTEGER1 }, { 3, MPI_INTEGER2 }, { 4, MPI_INTEGER2 },
-		{ 5, MPI_INTEGER4 }, { 9, MPI_INTEGER4 }, { 10, MPI_INTEGER8 }, { 18, MPI_INTEGER8 },
+		{ 1, MPI_INTEGER1 }, { 2, MPI_INTEGER1 }, { 3, MPI_INTEGER2 },
+		{ 4, MPI_INTEGER2 }, { 5, MPI_INTEGER4 }, { 9, MPI_INTEGER4 },
+		{ 10, MPI_INTEGER8 }, { 18, MPI_INTEGER8 },
 	};
 	static const struct { int p, r; MPI_Datatype real, cplx; } reals[] = {
 		{ 6, MPI_UNDEFINED, MPI_REAL4, MPI_COMPLEX },

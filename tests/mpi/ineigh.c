@@ -229,8 +229,10 @@ static void test_cart(int d0, int p0, int p1)
 		return;
 	for (int q = 0; q < mt_size; q++) {
 		int c0 = q / dims[1], c1 = q % dims[1];
-		int nb[4] = { cart_at(dims, periods, c0 - 1, c1), cart_at(dims, periods, c0 + 1, c1),
-			      cart_at(dims, periods, c0, c1 - 1), cart_at(dims, periods, c0, c1 + 1) };
+		int nb[4] = { cart_at(dims, periods, c0 - 1, c1),
+			      cart_at(dims, periods, c0 + 1, c1),
+			      cart_at(dims, periods, c0, c1 - 1),
+			      cart_at(dims, periods, c0, c1 + 1) };
 
 		m.nin[q] = m.nout[q] = 4;
 		memcpy(m.in[q], nb, sizeof(nb));

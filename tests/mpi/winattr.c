@@ -265,7 +265,8 @@ static void test_errhandlers(void)
 	MPI_OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	expect(MPI_Win_set_errhandler(win, ceh), MPI_ERR_ARG, "comm handler on a window");
-	expect(MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh), MPI_ERR_ARG, "window handler on a comm");
+	expect(MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh), MPI_ERR_ARG,
+	       "window handler on a comm");
 	expect(MPI_Win_create_errhandler(NULL, &eh), MPI_ERR_ARG, "NULL function");
 	expect(MPI_Win_call_errhandler((MPI_Win)4242, MPI_ERR_OTHER), MPI_ERR_WIN,
 	       "call on an invalid window");
