@@ -59,6 +59,13 @@ typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval
 					  void *attribute_val, void *extra_state);
 typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *error_code, ...);
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+				       void *attribute_val_in, void *attribute_val_out,
+				       int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+					 void *extra_state);
 
 /* ---- handles ---------------------------------------------------------- */
 #define MPI_COMM_NULL ((MPI_Comm)0)
@@ -418,6 +425,9 @@ int MPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 			    MPI_Datatype *newtype);
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 			     MPI_Aint *true_extent);
 int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
@@ -442,6 +452,12 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
 	       MPI_Datatype datatype, MPI_Comm comm);
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int MPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+		      MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+			MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype);
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+			   MPI_Aint *size);
 
 /* ---- communicators and groups ------------------------------------------------------ */
 int MPI_Comm_size(MPI_Comm comm, int *size);
@@ -718,6 +734,23 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			   const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
 			   void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			   const MPI_Datatype recvtypes[], MPI_Comm comm);
+int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			    MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, const int recvcounts[], const int displs[],
+			     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			   void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			   MPI_Comm comm, MPI_Request *request);
+int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+			    MPI_Request *request);
+int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			    const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 /* ---- one-sided communication ------------------------------------------------------ */
 #define MPI_MAX_OBJECT_NAME 128
 #define MPI_LOCK_EXCLUSIVE 234
@@ -758,6 +791,23 @@ int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+			  MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+			  void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
+int MPI_WIN_NULL_COPY_FN(MPI_Win oldwin, int win_keyval, void *extra_state,
+			 void *attribute_val_in, void *attribute_val_out, int *flag);
+int MPI_WIN_DUP_FN(MPI_Win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+		   void *attribute_val_out, int *flag);
+int MPI_WIN_NULL_DELETE_FN(MPI_Win win, int win_keyval, void *attribute_val,
+			   void *extra_state);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+			      MPI_Errhandler *errhandler);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	    int target_rank, MPI_Aint target_disp, int target_count,
 	    MPI_Datatype target_datatype, MPI_Win win);
@@ -945,6 +995,9 @@ int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
 int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
 			     MPI_Datatype *newtype);
 int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
 int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
 			      MPI_Aint *true_extent);
 int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size);
@@ -969,6 +1022,12 @@ int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbu
 int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
 	        MPI_Datatype datatype, MPI_Comm comm);
 int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount,
+		       MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize,
+			 MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype);
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
+			    MPI_Aint *size);
 int PMPI_Comm_size(MPI_Comm comm, int *size);
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
@@ -1196,6 +1255,23 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 			    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
 			    void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
 			    const MPI_Datatype recvtypes[], MPI_Comm comm);
+int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			     MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			      void *recvbuf, const int recvcounts[], const int displs[],
+			      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+			    MPI_Comm comm, MPI_Request *request);
+int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+			     MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+			     const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+			     MPI_Request *request);
+int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+			     const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+			     void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
+			     const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 
 MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
 MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
@@ -1235,6 +1311,23 @@ int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
 int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
 int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+			   MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+			   void *extra_state);
+int PMPI_Win_free_keyval(int *win_keyval);
+int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int PMPI_Win_delete_attr(MPI_Win win, int win_keyval);
+int PMPI_WIN_NULL_COPY_FN(MPI_Win oldwin, int win_keyval, void *extra_state,
+			  void *attribute_val_in, void *attribute_val_out, int *flag);
+int PMPI_WIN_DUP_FN(MPI_Win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+		    void *attribute_val_out, int *flag);
+int PMPI_WIN_NULL_DELETE_FN(MPI_Win win, int win_keyval, void *attribute_val,
+			    void *extra_state);
+int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+			       MPI_Errhandler *errhandler);
+int PMPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int PMPI_Win_set_info(MPI_Win win, MPI_Info info);
+int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
 int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
 	    int target_rank, MPI_Aint target_disp, int target_count,
 	    MPI_Datatype target_datatype, MPI_Win win);

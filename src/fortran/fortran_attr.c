@@ -22,12 +22,24 @@ void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint
 void pmpi_attr_put_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *ierror);
 void pmpi_attr_get_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Fint *val, MPI_Fint *flag,
 		    MPI_Fint *ierror);
+void pmpi_win_set_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierror);
 
 static bool comm_predefined(int keyval)
 {
 	switch (keyval) {
 	case MPI_TAG_UB: case MPI_HOST: case MPI_IO: case MPI_WTIME_IS_GLOBAL:
 	case MPI_UNIVERSE_SIZE: case MPI_LASTUSEDCODE: case MPI_APPNUM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool win_predefined(int keyval)
+{
+	switch (keyval) {
+	case MPI_WIN_BASE: case MPI_WIN_SIZE: case MPI_WIN_DISP_UNIT: case MPI_WIN_CREATE_FLAVOR:
+	case MPI_WIN_MODEL:
 		return true;
 	default:
 		return false;
@@ -44,6 +56,12 @@ void pmpi_comm_set_attr_(MPI_Fint *comm, MPI_Fint *keyval, MPI_Aint *val, MPI_Fi
 void pmpi_type_set_attr_(MPI_Fint *type, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierror)
 {
 	*ierror = MPI_Type_set_attr(*type, *keyval, (void *)*val);
+}
+
+#pragma weak mpi_win_set_attr_ = pmpi_win_set_attr_
+void pmpi_win_set_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint *ierror)
+{
+	*ierror = MPI_Win_set_attr(*win, *keyval, (void *)*val);
 }
 
 #pragma weak mpi_comm_get_attr_ = pmpi_comm_get_attr_
@@ -83,7 +101,7 @@ void pmpi_win_get_attr_(MPI_Fint *win, MPI_Fint *keyval, MPI_Aint *val, MPI_Fint
 	*flag = *ierror == MPI_SUCCESS && found;
 	if (!*flag)
 		return;
-	if (*keyval == MPI_WIN_BASE)
+	if (*keyval == MPI_WIN_BASE || !win_predefined(*keyval))
 		*val = (MPI_Aint)v;
 	else if (*keyval == MPI_WIN_SIZE)
 		*val = *(MPI_Aint *)v;

@@ -43,7 +43,8 @@ C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol|[A-Z_]+_F
 # Bound by hand in fortran_attr.c (interfaces still generated): Fortran
 # passes attribute values, C pointers to them.
 HANDWRITTEN = {"MPI_Comm_get_attr", "MPI_Comm_set_attr", "MPI_Type_get_attr",
-               "MPI_Type_set_attr", "MPI_Win_get_attr", "MPI_Attr_get", "MPI_Attr_put"}
+               "MPI_Type_set_attr", "MPI_Win_get_attr", "MPI_Win_set_attr", "MPI_Attr_get",
+               "MPI_Attr_put"}
 # Struct members of MPI_Status, as 1-based indices of a Fortran status.
 STATUS_FIELDS = [("MPI_SOURCE", 1), ("MPI_TAG", 2), ("MPI_ERROR", 3)]
 STATUS_SIZE = 5
@@ -83,7 +84,7 @@ class Arg:
         # Functions Fortran passes as they are: the C types already take
         # every argument by reference.
         if b in ("MPI_User_function", "MPI_Comm_errhandler_function",
-                 "MPI_Handler_function") and s == 1:
+                 "MPI_Handler_function", "MPI_Win_errhandler_function") and s == 1:
             return "userfn"
         if b in WIDE_TYPES:
             return "wide_val" if s == 0 else "wide_ref"

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * viaduct MPI: attribute keys and attribute lists shared by the objects
- * that cache attributes -- communicators (comm_attr.c) and datatypes
- * (type_attr.c).  A keyval belongs to one kind of object.  The callbacks'
- * object argument is the object's handle (MPI_Comm and MPI_Datatype are
- * both int), so one list type serves both.  Functions return MPI codes,
+ * that cache attributes -- communicators (comm_attr.c), datatypes
+ * (type_attr.c) and windows (win_attr.c).  A keyval belongs to one kind of
+ * object.  The callbacks' object argument is the object's handle
+ * (MPI_Comm, MPI_Datatype and MPI_Win are all int), so one list type
+ * serves them all.  Functions return MPI codes,
  * not raised.
  */
 #ifndef VIADUCT_MPI_ATTR_H
@@ -12,7 +13,7 @@
 
 #include "mpi_internal.h"
 
-enum vd_attr_kind { VD_ATTR_COMM = 1, VD_ATTR_TYPE = 2 };
+enum vd_attr_kind { VD_ATTR_COMM = 1, VD_ATTR_TYPE = 2, VD_ATTR_WIN = 3 };
 
 typedef int vd_attr_copy_fn(int obj, int keyval, void *extra, void *in, void *out, int *flag);
 typedef int vd_attr_delete_fn(int obj, int keyval, void *value, void *extra);

@@ -161,7 +161,7 @@ int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 	c = vd_comm_get(comm);
 	if (!c)
 		return vd_mpi_raise(comm, MPI_ERR_COMM, fn);
-	if (!vd_errh_valid(errhandler))
+	if (!vd_errh_valid_for(errhandler, VD_ERRH_COMM))
 		return vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	vd_errh_retain(errhandler);
 	vd_errh_release(c->errh);

@@ -22,7 +22,9 @@
 #include "errh_user.h"
 
 struct user_errh {
-	MPI_Comm_errhandler_function *fn;
+	enum vd_errh_kind kind;
+	MPI_Comm_errhandler_function *fn;       /* VD_ERRH_COMM */
+	MPI_Win_errhandler_function *win_fn;    /* VD_ERRH_WIN */
 	int refs;                       /* 0: free slot */
 };
 
@@ -51,6 +53,13 @@ bool vd_errh_valid(MPI_Errhandler h)
 	return (h >= MPI_ERRORS_ARE_FATAL && h <= MPI_ERRORS_ABORT) || user_errh(h);
 }
 
+bool vd_errh_valid_for(MPI_Errhandler h, enum vd_errh_kind kind)
+{
+	struct user_errh *u = user_errh(h);
+
+	return (h >= MPI_ERRORS_ARE_FATAL && h <= MPI_ERRORS_ABORT) || (u && u->kind == kind);
+}
+
 void vd_errh_retain(MPI_Errhandler h)
 {
 	struct user_errh *u = user_errh(h);
@@ -63,16 +72,26 @@ void vd_errh_release(MPI_Errhandler h)
 {
 	struct user_errh *u = user_errh(h);
 
-	if (u && --u->refs == 0)
+	if (u && --u->refs == 0) {
 		u->fn = NULL;
+		u->win_fn = NULL;
+	}
 }
 
 void vd_errh_user_call(MPI_Errhandler h, MPI_Comm comm, int code)
 {
 	struct user_errh *u = user_errh(h);
 
-	if (u)
+	if (u && u->fn)
 		u->fn(&comm, &code);
+}
+
+void vd_errh_user_call_win(MPI_Errhandler h, MPI_Win win, int code)
+{
+	struct user_errh *u = user_errh(h);
+
+	if (u && u->win_fn)
+		u->win_fn(&win, &code);
 }
 
 static struct user_code *user_code(int code)
@@ -119,23 +138,30 @@ static int handler_slot(void)
 	return first_new;
 }
 
+int vd_errh_create(enum vd_errh_kind kind, MPI_Comm_errhandler_function *comm_fn,
+		   MPI_Win_errhandler_function *win_fn, MPI_Errhandler *out)
+{
+	int i;
+
+	if (!out || (kind == VD_ERRH_COMM ? !comm_fn : !win_fn))
+		return MPI_ERR_ARG;
+	if ((i = handler_slot()) < 0)
+		return MPI_ERR_NO_MEM;
+	handlers[i] = (struct user_errh){ kind, comm_fn, win_fn, 1 };
+	*out = MPI_ERRORS_ABORT + 1 + i;
+	return MPI_SUCCESS;
+}
+
 #pragma weak MPI_Comm_create_errhandler = PMPI_Comm_create_errhandler
 int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
 				MPI_Errhandler *errhandler)
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Comm_create_errhandler";
-	int i;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	if (!function || !errhandler)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, fn);
-	if ((i = handler_slot()) < 0)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_NO_MEM, fn);
-	handlers[i].fn = function;
-	handlers[i].refs = 1;
-	*errhandler = MPI_ERRORS_ABORT + 1 + i;
-	return MPI_SUCCESS;
+	return vd_mpi_raise(MPI_COMM_WORLD,
+			    vd_errh_create(VD_ERRH_COMM, function, NULL, errhandler), fn);
 }
 
 /* Predefined handlers may be freed too (Comm_get_errhandler hands them

@@ -62,4 +62,56 @@ int vd_cart_rank(const struct vd_topo *t, const int *coords);
 void vd_cart_shift(const struct vd_topo *t, int rank, int dim, int disp, int *source,
 		   int *dest);
 
+/* ---- neighbourhood collectives (topo_neigh.c, topo_ineigh.c) ---- */
+
+/* The in- and out-neighbours of this process, in the standard's order. */
+struct vd_neighbours {
+	int nin, nout;
+	const int *in, *out;
+	bool cart;                      /* Cartesian: slot 2d is the -1 side,
+	                                 * 2d + 1 the +1 side of dimension d */
+	int *mem;                       /* what to free */
+};
+
+/* One neighbour's part of a buffer. */
+struct vd_piece {
+	char *buf;
+	int count;
+	MPI_Datatype dt;
+};
+
+/* How a buffer is cut into one piece per neighbour: piece k holds count
+ * elements of dt at element k * count (uniform), counts[k] elements of
+ * dt at element displs[k] (vector), or counts[k] elements of types[k] at
+ * byte bdispls[k] (w). */
+enum vd_layout_form { VD_LAYOUT_UNIFORM, VD_LAYOUT_VECTOR, VD_LAYOUT_W };
+
+struct vd_layout {
+	enum vd_layout_form form;
+	const void *buf;
+	int count;
+	const int *counts, *displs;
+	const MPI_Aint *bdispls;
+	MPI_Datatype dt;
+	const MPI_Datatype *types;
+};
+
+/* What moves the pieces once they are checked: deliver (NULL: the
+ * blocking exchange) gets the receive pieces rp[nin] and send pieces
+ * sp[nout] and returns an MPI code, not raised. */
+typedef int vd_neigh_deliver_fn(struct vd_comm *c, const struct vd_neighbours *nb,
+				const struct vd_piece *rp, const struct vd_piece *sp,
+				void *arg);
+struct vd_neigh_how {
+	const char *fn;
+	vd_neigh_deliver_fn *deliver;
+	void *arg;
+};
+
+/* One neighbourhood collective: s to every out-neighbour (with
+ * same_block: the one block s describes to each, as the allgathers send),
+ * r from every in-neighbour.  MPI code, raised on comm. */
+int vd_neigh_run(MPI_Comm comm, const struct vd_layout *s, const struct vd_layout *r,
+		 bool same_block, const struct vd_neigh_how *how);
+
 #endif /* VIADUCT_MPI_TOPO_H */

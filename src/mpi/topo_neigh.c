@@ -28,15 +28,8 @@
 /* Above the tag of the other collectives on the collective context. */
 #define NEIGH_TAG 0x4e00
 
-struct neighbours {
-	int nin, nout;
-	const int *in, *out;
-	bool cart;                      /* tags by direction (see above) */
-	int *mem;                       /* what to free */
-};
-
 /* The in- and out-neighbours of this process in c's topology. */
-static int neighbours_get(const struct vd_comm *c, struct neighbours *nb)
+static int neighbours_get(const struct vd_comm *c, struct vd_neighbours *nb)
 {
 	const struct vd_topo *t = c->topo;
 
@@ -66,28 +59,21 @@ static int neighbours_get(const struct vd_comm *c, struct neighbours *nb)
 	return MPI_SUCCESS;
 }
 
-/* One neighbour's part of a buffer. */
-struct piece {
-	char *buf;
-	int count;
-	MPI_Datatype dt;
-};
-
 /* The tag of the message of out-slot k, and of in-slot k: a Cartesian
  * send to the -1 side (slot 2d) lands in the peer's +1 slot (2d + 1). */
-static int send_tag(const struct neighbours *nb, int k)
+static int send_tag(const struct vd_neighbours *nb, int k)
 {
 	return NEIGH_TAG + (nb->cart ? k ^ 1 : 0);
 }
 
-static int recv_tag(const struct neighbours *nb, int k)
+static int recv_tag(const struct vd_neighbours *nb, int k)
 {
 	return NEIGH_TAG + (nb->cart ? k : 0);
 }
 
 /* Post every receive then every send, wait for all.  MPI code. */
-static int exchange(struct vd_comm *c, const struct neighbours *nb, const struct piece *rp,
-		    const struct piece *sp)
+static int exchange(struct vd_comm *c, const struct vd_neighbours *nb,
+		    const struct vd_piece *rp, const struct vd_piece *sp)
 {
 	MPI_Request *req = malloc((size_t)(nb->nin + nb->nout + 1) * sizeof(*req));
 	uint32_t ctx = c->ctx + 1;
@@ -114,8 +100,8 @@ static int exchange(struct vd_comm *c, const struct neighbours *nb, const struct
 
 /* The communicator, its neighbours, and room for their pieces (*rp then
  * *sp, one allocation freed with *rp).  MPI code, not raised. */
-static int neigh_begin(MPI_Comm comm, struct vd_comm **c, struct neighbours *nb,
-		       struct piece **rp, struct piece **sp)
+static int neigh_begin(MPI_Comm comm, struct vd_comm **c, struct vd_neighbours *nb,
+		       struct vd_piece **rp, struct vd_piece **sp)
 {
 	int err;
 
@@ -132,62 +118,48 @@ static int neigh_begin(MPI_Comm comm, struct vd_comm **c, struct neighbours *nb,
 	return *rp ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-/* Run the exchange unless err; free what neigh_begin took; raise. */
-static int neigh_end(MPI_Comm comm, int err, struct vd_comm *c, struct neighbours *nb,
-		     struct piece *rp, struct piece *sp, const char *fn)
+/* Deliver unless err; free what neigh_begin took; raise. */
+static int neigh_end(MPI_Comm comm, int err, struct vd_comm *c, struct vd_neighbours *nb,
+		     struct vd_piece *rp, struct vd_piece *sp, const struct vd_neigh_how *how)
 {
-	if (!err)
+	if (!err && how->deliver)
+		err = how->deliver(c, nb, rp, sp, how->arg);
+	else if (!err)
 		err = exchange(c, nb, rp, sp);
 	free(nb->mem);
 	free(rp);
-	return vd_mpi_raise(c ? comm : MPI_COMM_WORLD, err, fn);
+	return vd_mpi_raise(c ? comm : MPI_COMM_WORLD, err, how->fn);
 }
 
-/* How a buffer is cut into one piece per neighbour: piece k holds count
- * elements of dt at element k * count (uniform), counts[k] elements of
- * dt at element displs[k] (vector), or counts[k] elements of types[k] at
- * byte bdispls[k] (w). */
-enum layout_form { UNIFORM, VECTOR, W };
-
-struct layout {
-	enum layout_form form;
-	const void *buf;
-	int count;
-	const int *counts, *displs;
-	const MPI_Aint *bdispls;
-	MPI_Datatype dt;
-	const MPI_Datatype *types;
-};
-
-static int layout_check(const struct layout *l, int n)
+static int layout_check(const struct vd_layout *l, int n)
 {
 	if (l->buf == MPI_IN_PLACE)
 		return MPI_ERR_BUFFER;  /* not defined for these collectives */
-	if (n == 0 || l->form == UNIFORM)
+	if (n == 0 || l->form == VD_LAYOUT_UNIFORM)
 		return MPI_SUCCESS;
-	if (!l->counts || (l->form == VECTOR && !l->displs) ||
-	    (l->form == W && (!l->bdispls || !l->types)))
+	if (!l->counts || (l->form == VD_LAYOUT_VECTOR && !l->displs) ||
+	    (l->form == VD_LAYOUT_W && (!l->bdispls || !l->types)))
 		return MPI_ERR_ARG;
 	return MPI_SUCCESS;
 }
 
 /* Byte offset of piece k (of count elements of t) from the buffer. */
-static MPI_Aint layout_offset(const struct layout *l, int k, int count,
+static MPI_Aint layout_offset(const struct vd_layout *l, int k, int count,
 			      const struct vd_dtype *t)
 {
-	if (l->form == W)
+	if (l->form == VD_LAYOUT_W)
 		return l->bdispls[k];
-	return (l->form == VECTOR ? l->displs[k] : (MPI_Aint)k * count) * t->extent;
+	return (l->form == VD_LAYOUT_VECTOR ? l->displs[k] : (MPI_Aint)k * count) * t->extent;
 }
 
 /* The n pieces of l, each checked.  MPI code. */
-static int pieces_fill(const struct layout *l, int n, struct piece *p)
+static int pieces_fill(const struct vd_layout *l, int n, struct vd_piece *p)
 {
 	int err = layout_check(l, n);
 
 	for (int k = 0; !err && k < n; k++) {
-		MPI_Datatype dt = l->form == W ? l->types[k] : l->dt;
-		int count = l->form == UNIFORM ? l->count : l->counts[k];
+		MPI_Datatype dt = l->form == VD_LAYOUT_W ? l->types[k] : l->dt;
+		int count = l->form == VD_LAYOUT_UNIFORM ? l->count : l->counts[k];
 		struct vd_dtype *t = vd_dtype_comm(dt);
 
 		if (count < 0)
@@ -205,22 +177,19 @@ static int pieces_fill(const struct layout *l, int n, struct piece *p)
 }
 
 /* Both sides' pieces: MPI code. */
-static int both_fill(const struct layout *s, const struct layout *r,
-		     const struct neighbours *nb, struct piece *sp, struct piece *rp)
+static int both_fill(const struct vd_layout *s, const struct vd_layout *r,
+		     const struct vd_neighbours *nb, struct vd_piece *sp, struct vd_piece *rp)
 {
 	int err = pieces_fill(s, nb->nout, sp);
 
 	return err ? err : pieces_fill(r, nb->nin, rp);
 }
 
-/* One neighbourhood collective: s to every out-neighbour (with
- * same_block: the one block s describes to each, as the allgathers send),
- * r from every in-neighbour.  MPI code, raised on comm. */
-static int neigh_run(MPI_Comm comm, const struct layout *s, const struct layout *r,
-		     bool same_block, const char *fn)
+int vd_neigh_run(MPI_Comm comm, const struct vd_layout *s, const struct vd_layout *r,
+		 bool same_block, const struct vd_neigh_how *how)
 {
-	struct piece *rp, *sp;
-	struct neighbours nb;
+	struct vd_piece *rp, *sp;
+	struct vd_neighbours nb;
 	struct vd_comm *c;
 	int err = neigh_begin(comm, &c, &nb, &rp, &sp);
 
@@ -228,7 +197,7 @@ static int neigh_run(MPI_Comm comm, const struct layout *s, const struct layout 
 		err = both_fill(s, r, &nb, sp, rp);
 	for (int k = 0; same_block && !err && k < nb.nout; k++)
 		sp[k].buf = (char *)s->buf;
-	return neigh_end(comm, err, c, &nb, rp, sp, fn);
+	return neigh_end(comm, err, c, &nb, rp, sp, how);
 }
 
 /* ---- the collectives ----------------------------------------------------------- */
@@ -240,11 +209,13 @@ int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_allgather";
-	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
-	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+	struct vd_layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
+	struct vd_layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+
+	struct vd_neigh_how how = { .fn = fn };
 
 	VD_MPI_CHECK_RUNNING(fn);
-	return neigh_run(comm, &s, &r, true, fn);
+	return vd_neigh_run(comm, &s, &r, true, &how);
 }
 
 #pragma weak MPI_Neighbor_allgatherv = PMPI_Neighbor_allgatherv
@@ -254,12 +225,14 @@ int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_allgatherv";
-	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
-	struct layout r = { .form = VECTOR, .buf = recvbuf, .counts = recvcounts,
+	struct vd_layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
+	struct vd_layout r = { .form = VD_LAYOUT_VECTOR, .buf = recvbuf, .counts = recvcounts,
 			    .displs = displs, .dt = recvtype };
 
+	struct vd_neigh_how how = { .fn = fn };
+
 	VD_MPI_CHECK_RUNNING(fn);
-	return neigh_run(comm, &s, &r, true, fn);
+	return vd_neigh_run(comm, &s, &r, true, &how);
 }
 
 #pragma weak MPI_Neighbor_alltoall = PMPI_Neighbor_alltoall
@@ -268,11 +241,13 @@ int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoall";
-	struct layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
-	struct layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+	struct vd_layout s = { .buf = sendbuf, .count = sendcount, .dt = sendtype };
+	struct vd_layout r = { .buf = recvbuf, .count = recvcount, .dt = recvtype };
+
+	struct vd_neigh_how how = { .fn = fn };
 
 	VD_MPI_CHECK_RUNNING(fn);
-	return neigh_run(comm, &s, &r, false, fn);
+	return vd_neigh_run(comm, &s, &r, false, &how);
 }
 
 #pragma weak MPI_Neighbor_alltoallv = PMPI_Neighbor_alltoallv
@@ -282,13 +257,15 @@ int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[], const i
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoallv";
-	struct layout s = { .form = VECTOR, .buf = sendbuf, .counts = sendcounts,
+	struct vd_layout s = { .form = VD_LAYOUT_VECTOR, .buf = sendbuf, .counts = sendcounts,
 			    .displs = sdispls, .dt = sendtype };
-	struct layout r = { .form = VECTOR, .buf = recvbuf, .counts = recvcounts,
+	struct vd_layout r = { .form = VD_LAYOUT_VECTOR, .buf = recvbuf, .counts = recvcounts,
 			    .displs = rdispls, .dt = recvtype };
 
+	struct vd_neigh_how how = { .fn = fn };
+
 	VD_MPI_CHECK_RUNNING(fn);
-	return neigh_run(comm, &s, &r, false, fn);
+	return vd_neigh_run(comm, &s, &r, false, &how);
 }
 
 #pragma weak MPI_Neighbor_alltoallw = PMPI_Neighbor_alltoallw
@@ -299,11 +276,13 @@ int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
 {
 	VD_API_GUARD();
 	static const char fn[] = "MPI_Neighbor_alltoallw";
-	struct layout s = { .form = W, .buf = sendbuf, .counts = sendcounts,
+	struct vd_layout s = { .form = VD_LAYOUT_W, .buf = sendbuf, .counts = sendcounts,
 			    .bdispls = sdispls, .types = sendtypes };
-	struct layout r = { .form = W, .buf = recvbuf, .counts = recvcounts,
+	struct vd_layout r = { .form = VD_LAYOUT_W, .buf = recvbuf, .counts = recvcounts,
 			    .bdispls = rdispls, .types = recvtypes };
 
+	struct vd_neigh_how how = { .fn = fn };
+
 	VD_MPI_CHECK_RUNNING(fn);
-	return neigh_run(comm, &s, &r, false, fn);
+	return vd_neigh_run(comm, &s, &r, false, &how);
 }

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "errh_user.h"
 #include "typeop.h"
 #include "win.h"
 
@@ -73,6 +74,10 @@ int vd_win_raise(struct vd_win *w, int code, const char *fn)
 		return vd_mpi_raise(MPI_COMM_WORLD, code, fn);
 	if (w->errh == MPI_ERRORS_RETURN)
 		return code;
+	if (w->errh > MPI_ERRORS_ABORT) {
+		vd_errh_user_call_win(w->errh, w->handle, code);
+		return code;
+	}
 	if (PMPI_Error_string(code, text, &len) != MPI_SUCCESS)
 		snprintf(text, sizeof(text), "error %d", code);
 	snprintf(msg, sizeof(msg), "%s: %s", fn, text);
@@ -181,6 +186,7 @@ static void win_destroy(struct vd_win *w)
 	free(w->lock_excl);
 	free(w->posts);
 	free(w->access);
+	vd_win_attr_discard(w);
 	free(w);
 }
 
@@ -198,15 +204,19 @@ static int win_arrays(struct vd_win *w)
 		       ? 0 : -ENOMEM;
 }
 
-/* A window on a private duplicate of comm, in the table (so messages for
- * it find it as soon as any peer can send them). */
-static int win_new(MPI_Comm comm, int flavor, struct vd_win **out)
+/* A window on a private duplicate of comm with the hints of info, in the
+ * table (so messages for it find it as soon as any peer can send them). */
+static int win_new(MPI_Comm comm, int flavor, MPI_Info info, struct vd_win **out)
 {
 	struct vd_win *w = calloc(1, sizeof(*w));
 	int err;
 
 	if (!w)
 		return MPI_ERR_NO_MEM;
+	if ((err = vd_win_hints(w, info))) {
+		free(w);
+		return err;
+	}
 	w->flavor = flavor;
 	w->model = MPI_WIN_UNIFIED;
 	w->errh = MPI_ERRORS_ARE_FATAL;
@@ -308,12 +318,11 @@ int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
 
-	(void)info;
 	if (err)
 		return err;
 	if (size > 0 && !base)
 		return vd_mpi_raise(comm, MPI_ERR_BASE, fn);
-	if ((err = win_new(comm, MPI_WIN_FLAVOR_CREATE, &w)))
+	if ((err = win_new(comm, MPI_WIN_FLAVOR_CREATE, info, &w)))
 		return vd_mpi_raise(comm, err, fn);
 	w->base = base;                 /* MPI_WIN_BASE, even for size 0 */
 	w->bytes = size;
@@ -330,12 +339,11 @@ int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
 
-	(void)info;
 	if (!err && !baseptr)
 		err = vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	if (err)
 		return err;
-	if ((err = win_new(comm, MPI_WIN_FLAVOR_ALLOCATE, &w)))
+	if ((err = win_new(comm, MPI_WIN_FLAVOR_ALLOCATE, info, &w)))
 		return vd_mpi_raise(comm, err, fn);
 	if (posix_memalign(&w->own_mem, 64, size > 0 ? (size_t)size : 1))
 		w->own_mem = NULL;
@@ -356,10 +364,9 @@ int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 	struct vd_win *w;
 	int err = create_args(comm, 0, 1, win, fn);
 
-	(void)info;
 	if (err)
 		return err;
-	if ((err = win_new(comm, MPI_WIN_FLAVOR_DYNAMIC, &w)))
+	if ((err = win_new(comm, MPI_WIN_FLAVOR_DYNAMIC, info, &w)))
 		return vd_mpi_raise(comm, err, fn);
 	w->disp_unit = 1;
 	return create_finish(w, MPI_SUCCESS, comm, win, fn);
@@ -460,14 +467,13 @@ int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Co
 	struct vd_win *w;
 	int err = create_args(comm, size, disp_unit, win, fn);
 
-	(void)info;
 	if (!err && !baseptr)
 		err = vd_mpi_raise(comm, MPI_ERR_ARG, fn);
 	if (err)
 		return err;
 	if (!one_host(vd_comm_get(comm)))
 		return vd_mpi_raise(comm, MPI_ERR_RMA_SHARED, fn);
-	if ((err = win_new(comm, MPI_WIN_FLAVOR_SHARED, &w)))
+	if ((err = win_new(comm, MPI_WIN_FLAVOR_SHARED, info, &w)))
 		return vd_mpi_raise(comm, err, fn);
 	w->bytes = size;
 	w->disp_unit = disp_unit;
@@ -592,6 +598,8 @@ int PMPI_Win_free(MPI_Win *win)
 		return err;
 	if (in_epoch(w))
 		return vd_win_raise(w, MPI_ERR_RMA_SYNC, fn);
+	if ((err = vd_win_attr_free(w)))
+		return vd_win_raise(w, err, fn);
 	vd_win_wait_zero(&w->pending_all);
 	err = vd_coll_code(vd_coll_barrier(w->c));
 	vd_win_sync_free(w);
@@ -651,7 +659,8 @@ int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
 }
 
 /* The predefined attributes: attribute_val receives a pointer to the
- * value (to the base itself for MPI_WIN_BASE), as the standard says. */
+ * value (to the base itself for MPI_WIN_BASE), as the standard says;
+ * user keyvals are win_attr.c's. */
 #pragma weak MPI_Win_get_attr = PMPI_Win_get_attr
 int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
 {
@@ -672,8 +681,7 @@ int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *fla
 	case MPI_WIN_CREATE_FLAVOR: v = &w->flavor; break;
 	case MPI_WIN_MODEL: v = &w->model; break;
 	default:
-		*flag = 0;
-		return MPI_SUCCESS;
+		return vd_win_attr_user(w, win_keyval, attribute_val, flag, fn);
 	}
 	*(void **)attribute_val = v;
 	*flag = 1;
@@ -690,8 +698,10 @@ int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 
 	if (!w)
 		return err;
-	if (errhandler != MPI_ERRORS_ARE_FATAL && errhandler != MPI_ERRORS_RETURN)
+	if (!vd_errh_valid_for(errhandler, VD_ERRH_WIN))
 		return vd_win_raise(w, MPI_ERR_ARG, fn);
+	vd_errh_retain(errhandler);
+	vd_errh_release(w->errh);
 	w->errh = errhandler;
 	return MPI_SUCCESS;
 }
@@ -708,6 +718,8 @@ int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
 		return err;
 	if (!errhandler)
 		return vd_win_raise(w, MPI_ERR_ARG, fn);
+	/* A new reference: the caller frees it (MPI-4.0 9.3). */
+	vd_errh_retain(w->errh);
 	*errhandler = w->errh;
 	return MPI_SUCCESS;
 }

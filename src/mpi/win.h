@@ -50,8 +50,10 @@ struct vd_win {
 	MPI_Aint bytes;                 /* MPI_WIN_SIZE */
 	int disp_unit;
 	int model;                      /* MPI_WIN_UNIFIED */
-	MPI_Errhandler errh;
+	MPI_Errhandler errh;            /* holds a reference (errh_user.h) */
 	char name[MPI_MAX_OBJECT_NAME];
+	struct vd_attr *attrs;          /* attr.c, keyvals of VD_ATTR_WIN */
+	MPI_Info info;                  /* hints as given, or MPI_INFO_NULL */
 	bool registered[VD_T_N];
 	VIP_MEM_HANDLE mh[VD_T_N];
 	struct vd_win_peer *peers;      /* [size] */
@@ -170,6 +172,16 @@ int vd_win_am_put(struct vd_req *r, const void *data, size_t bytes, MPI_Aint dis
 		  int tcount, struct vd_dtype *tt);
 int vd_win_am_get(struct vd_req *r, size_t bytes, MPI_Aint disp, int tcount,
 		  struct vd_dtype *tt);
+
+/* win_attr.c: the user-keyval part of MPI_Win_get_attr (keyval not a
+ * predefined one); the hints given at creation (MPI code, not raised);
+ * what Win_free runs first (delete callbacks: MPI code) and what
+ * win_destroy frees. */
+int vd_win_attr_user(struct vd_win *w, int keyval, void *attribute_val, int *flag,
+		     const char *fn);
+int vd_win_hints(struct vd_win *w, MPI_Info info);
+int vd_win_attr_free(struct vd_win *w);
+void vd_win_attr_discard(struct vd_win *w);
 
 /* win_sync.c */
 void vd_win_ctl_arrived(struct vd_win *w, int origin, const struct vd_msg *m);

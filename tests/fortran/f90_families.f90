@@ -3,8 +3,8 @@
 ! checked: derived datatypes, attributes (MPI_TAG_UB, MPI_UNIVERSE_SIZE),
 ! names and info strings, groups with rank ranges, a periodic Cartesian
 ! grid (LOGICAL arrays), persistent requests, a nonblocking collective,
-! one-sided Put under fence with window attributes, and a user error
-! handler written in Fortran.
+! one-sided Put under fence with window attributes, and user error
+! handlers written in Fortran (for a communicator and a window).
 module f90_fam_handler
   implicit none
   integer :: handled = 0, last_code = 0
@@ -112,6 +112,13 @@ program f90_families
   call MPI_Put(rank, 1, MPI_INTEGER, mod(rank + 1, nproc), disp, 1, MPI_INTEGER, win, ierr)
   call MPI_Win_fence(0, win, ierr)
   if (wbuf(mod(left, 8) + 1) /= left) nbad = nbad + 1
+  ! the same Fortran handler, made for the window
+  call MPI_Win_create_errhandler(on_error, eh, ierr)
+  call MPI_Win_set_errhandler(win, eh, ierr)
+  call MPI_Win_call_errhandler(win, MPI_ERR_OTHER, ierr)
+  if (ierr /= MPI_SUCCESS .or. handled /= 1 .or. last_code /= MPI_ERR_OTHER) nbad = nbad + 1
+  call MPI_Errhandler_free(eh, ierr)
+  handled = 0
   call MPI_Win_free(win, ierr)
 
   ! a user error handler written in Fortran; an attribute read as a value
