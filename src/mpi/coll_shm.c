@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: the shared segment of a node-local communicator, and how
+ * its members wait for each other in it.
+ *
+ * Made on the communicator's first collective: the lowest rank creates a
+ * POSIX shared memory object (a random name, 0600, its pages reserved so
+ * a full /dev/shm fails here and not with SIGBUS later) and broadcasts
+ * the name over point to point; every member maps it and the members swap
+ * their process ids (an allgather that doubles as "everyone has it
+ * mapped"), after which the creator unlinks the name: from then on only
+ * the mappings hold the memory, so nothing outlives the job.  A member
+ * that could not map it sends pid 0 and everyone falls back to the point
+ * to point algorithms.
+ *
+ * Waiting spins for the engine's spin budget, then sleeps on a futex word
+ * in the segment (shared between processes, so not FUTEX_PRIVATE): when
+ * members outnumber the CPUs, the one waited for needs this CPU.  Sleeps
+ * are short (SHM_NAP_NS) so the engine keeps making progress for point to
+ * point traffic, and every SHM_LIVENESS_NS a sleeper checks that its
+ * fellow members still exist: a dead member ends the wait with -EIO
+ * instead of a hang.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll_shm.h"
+#include "engine.h"
+
+#define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
+#define SHM_NAP_NS (2 * 1000 * 1000)
+#define SHM_LIVENESS_NS (100 * 1000 * 1000)
+#define SHM_NAME_LEN 128
+
+/* ---- layout ------------------------------------------------------------------ */
+
+/* wake and sleepers on lines of their own, then one line per member's
+ * counter, then the areas (page aligned). */
+#define OFF_WAKE 0
+#define OFF_SLEEPERS SHM_LINE
+#define OFF_COUNTERS (2 * SHM_LINE)
+
+static size_t areas_offset(int n)
+{
+	size_t end = OFF_COUNTERS + (size_t)n * SHM_LINE;
+
+	return (end + 4095) & ~(size_t)4095;
+}
+
+static size_t segment_len(int n)
+{
+	return areas_offset(n) + (size_t)SHM_NBUF * (size_t)n * SHM_SLOT;
+}
+
+static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
+{
+	return (_Atomic uint32_t *)(s->counters + (size_t)i * SHM_LINE);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static bool shm_enabled(void)
+{
+	static int on = -1;
+	uint64_t v = 1;
+
+	if (on < 0) {
+		(void)viaduct_param_uint("VIADUCT_MPI_COLL_SHM", 1, &v);    /* checked at init */
+		on = v != 0;
+	}
+	return on;
+}
+
+static bool node_local(const struct vd_comm *c)
+{
+	int mine = vd_place_node(vd_mpi.rank);
+
+	for (int i = 0; i < c->size; i++)
+		if (vd_place_node(c->world[i]) != mine)
+			return false;
+	return true;
+}
+
+/* The job id with only characters safe in a file name. */
+static void safe_jobid(char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (const char *p = vd_mpi.jobid; *p && k + 1 < len; p++)
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_')
+			out[k++] = *p;
+	out[k] = '\0';
+}
+
+/* Job, node and context tell the segments of a job apart; the random
+ * part keeps a communicator split into several on one node (the same
+ * context) and a stale object of a crashed job from colliding. */
+static void make_name(const struct vd_comm *c, char *name)
+{
+	char job[40];
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^ (uintptr_t)&r;
+	safe_jobid(job, sizeof(job));
+	snprintf(name, SHM_NAME_LEN, "/vd-mpi-coll-%s-n%d-c%u-%016llx", job,
+		 vd_place_node(vd_mpi.rank), (unsigned)c->ctx, (unsigned long long)r);
+}
+
+/* The creator: a new object of len bytes, its pages reserved; -1 (and
+ * name "") on failure. */
+static int create_object(const struct vd_comm *c, size_t len, char *name)
+{
+	int fd;
+
+	make_name(c, name);
+	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0)
+		goto fail;
+	if (posix_fallocate(fd, 0, (off_t)len) != 0) {
+		close(fd);
+		shm_unlink(name);
+		goto fail;
+	}
+	return fd;
+fail:
+	name[0] = '\0';
+	return -1;
+}
+
+/* The others: the object by name, if it is ours and of the right size. */
+static int open_object(const char *name, size_t len)
+{
+	struct stat st;
+	int fd = shm_open(name, O_RDWR, 0);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (size_t)st.st_size != len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Map the object named by the creator (name "": there is none). */
+static char *map_segment(struct vd_comm *c, char *name, size_t len)
+{
+	int fd = c->rank == 0 ? create_object(c, len, name) : -1;
+	int err = vd_coll_bcast_tree(name, SHM_NAME_LEN, MPI_CHAR, 0, c);
+	void *base = MAP_FAILED;
+
+	name[SHM_NAME_LEN - 1] = '\0';
+	if (!err && c->rank != 0 && name[0])
+		fd = open_object(name, len);
+	if (!err && fd >= 0)
+		base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (err && base != MAP_FAILED)
+		munmap(base, len);
+	return err || base == MAP_FAILED ? NULL : base;
+}
+
+static struct vd_shm *shm_new(const struct vd_comm *c, char *base)
+{
+	struct vd_shm *s = calloc(1, sizeof(*s) + (size_t)c->size * sizeof(pid_t));
+
+	if (!s)
+		return NULL;
+	s->pids = (pid_t *)(s + 1);
+	s->base = base;
+	s->len = segment_len(c->size);
+	s->n = c->size;
+	s->me = c->rank;
+	s->wake = (_Atomic uint32_t *)(base + OFF_WAKE);
+	s->sleepers = (_Atomic uint32_t *)(base + OFF_SLEEPERS);
+	s->counters = base + OFF_COUNTERS;
+	s->areas = base + areas_offset(c->size);
+	s->area_len = (size_t)c->size * SHM_SLOT;
+	return s;
+}
+
+static struct vd_shm *shm_attach(struct vd_comm *c)
+{
+	char name[SHM_NAME_LEN] = "";
+	int pids[SHM_MAX_MEMBERS];
+	size_t len = segment_len(c->size);
+	char *base = map_segment(c, name, len);
+	struct vd_shm *s = base ? shm_new(c, base) : NULL;
+	struct vd_coll_side R = { .buf = pids, .count = 1, .dt = MPI_INT,
+				  .t = vd_dtype_get(MPI_INT) };
+	int err;
+	bool all = true;
+
+	pids[c->rank] = s ? (int)getpid() : 0;
+	err = vd_coll_allgather_flat(&R, c);
+	if (c->rank == 0 && name[0])
+		shm_unlink(name);       /* every member that could map it has */
+	for (int i = 0; i < c->size; i++)
+		all = all && pids[i] > 0;
+	if (err || !all) {
+		free(s);
+		if (base)
+			munmap(base, len);
+		return NULL;
+	}
+	for (int i = 0; i < c->size; i++)
+		s->pids[i] = pids[i];
+	return s;
+}
+
+/* VIADUCT_DEBUG=1: the outcome, once per communicator. */
+static void say_shm(const struct vd_comm *c, const struct vd_shm *s)
+{
+	uint64_t dbg = 0;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
+		return;
+	if (s)
+		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
+			"collectives through a shared segment of %zu KiB\n", vd_mpi.rank,
+			c->size, s->len / 1024);
+	else
+		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
+			"no shared segment, collectives go point to point\n", vd_mpi.rank, c->size);
+}
+
+struct vd_shm *vd_shm_of(struct vd_comm *c)
+{
+	if (c->shm_done)
+		return c->shm;
+	c->shm_done = true;
+	if (shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
+		c->shm = shm_attach(c);
+		say_shm(c, c->shm);
+	}
+	return c->shm;
+}
+
+void vd_shm_free(struct vd_shm *s)
+{
+	if (!s)
+		return;
+	munmap(s->base, s->len);
+	free(s);
+}
+
+/* ---- waiting ------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Phase v at or after p (wrapping counters). */
+static bool reached(uint32_t v, uint32_t p)
+{
+	return (int32_t)(v - p) >= 0;
+}
+
+static bool ready(const struct vd_shm *s, int who, uint32_t p)
+{
+	/* Acquire: pairs with the release store in vd_shm_publish, so the
+	 * data written before that phase is visible here. */
+	if (who >= 0)
+		return reached(atomic_load_explicit(counter(s, who), memory_order_acquire), p);
+	for (int i = 0; i < s->n; i++)
+		if (!reached(atomic_load_explicit(counter(s, i), memory_order_acquire), p))
+			return false;
+	return true;
+}
+
+void vd_shm_publish(struct vd_shm *s, uint32_t p)
+{
+	/* Release: pairs with the acquire loads of ready(). */
+	atomic_store_explicit(counter(s, s->me), p, memory_order_release);
+	/* Pairs with the fence in sleep_on: either that sleeper's check
+	 * sees p, or this load sees the sleeper counted. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(s->sleepers, memory_order_relaxed) == 0)
+		return;
+	/* Release: pairs with the acquire load of wake in sleep_on (a
+	 * sleeper that reads the new value also sees p). */
+	atomic_fetch_add_explicit(s->wake, 1, memory_order_release);
+	syscall(SYS_futex, (uint32_t *)s->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep until a publish (or SHM_NAP_NS): counted in sleepers, then the
+ * condition checked once more, so a publish in between is never lost. */
+static void sleep_on(struct vd_shm *s, int who, uint32_t p)
+{
+	struct timespec nap = { 0, SHM_NAP_NS };
+	uint32_t w;
+
+	atomic_fetch_add_explicit(s->sleepers, 1, memory_order_relaxed);
+	/* Pairs with the fence in vd_shm_publish. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Acquire: pairs with the release bump in vd_shm_publish. */
+	w = atomic_load_explicit(s->wake, memory_order_acquire);
+	if (!ready(s, who, p))
+		syscall(SYS_futex, (uint32_t *)s->wake, FUTEX_WAIT, w, &nap, NULL, 0);
+	atomic_fetch_sub_explicit(s->sleepers, 1, memory_order_relaxed);
+}
+
+/* A member whose process is gone (pids came over point to point, not
+ * from the segment). */
+static bool member_died(const struct vd_shm *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		if (i == s->me || kill(s->pids[i], 0) == 0 || errno != ESRCH)
+			continue;
+		fprintf(stderr, "viaduct MPI: rank %d: process %d of a node-local collective "
+			"died\n", vd_mpi.rank, (int)s->pids[i]);
+		return true;
+	}
+	return false;
+}
+
+int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
+{
+	uint64_t start, budget, checked;
+
+	if (ready(s, who, p))
+		return 0;
+	start = checked = now_ns();
+	budget = vd_spin_budget_ns();
+	for (unsigned i = 1; !ready(s, who, p); i++) {
+		if (!(i & 15) && now_ns() - start >= budget)
+			goto sleep;
+		cpu_relax();
+	}
+	return 0;
+sleep:
+	for (;;) {
+		uint64_t now;
+
+		vd_progress(false);
+		if (ready(s, who, p))
+			return 0;
+		sleep_on(s, who, p);
+		now = now_ns();
+		if (now - checked >= SHM_LIVENESS_NS) {
+			checked = now;
+			if (!ready(s, who, p) && member_died(s))
+				return -EIO;
+		}
+	}
+}
+
+char *vd_shm_area(const struct vd_shm *s, uint32_t p)
+{
+	return s->areas + (size_t)(p % SHM_NBUF) * s->area_len;
+}
+
+int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)
+{
+	*area = vd_shm_area(s, p);
+	return vd_shm_wait(s, -1, p - SHM_NBUF + 2);
+}
