@@ -43,18 +43,16 @@
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
 #define SHM_NAME_LEN 128
+_Static_assert(SHM_LINE >= 2 * sizeof(uint32_t), "a counter and its sleepers per line");
 
 /* ---- layout ------------------------------------------------------------------ */
 
-/* wake and sleepers on lines of their own, then one line per member's
- * counter, then the areas (page aligned). */
-#define OFF_WAKE 0
-#define OFF_SLEEPERS SHM_LINE
-#define OFF_COUNTERS (2 * SHM_LINE)
-
+/* One line per member: its phase counter (also the futex word its
+ * waiters sleep on) and how many may be asleep on it; then the areas
+ * (page aligned). */
 static size_t areas_offset(int n)
 {
-	size_t end = OFF_COUNTERS + (size_t)n * SHM_LINE;
+	size_t end = (size_t)n * SHM_LINE;
 
 	return (end + 4095) & ~(size_t)4095;
 }
@@ -67,6 +65,11 @@ static size_t segment_len(int n)
 static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
 {
 	return (_Atomic uint32_t *)(s->counters + (size_t)i * SHM_LINE);
+}
+
+static _Atomic uint32_t *sleepers(const struct vd_shm *s, int i)
+{
+	return counter(s, i) + 1;
 }
 
 /* ---- setup ------------------------------------------------------------------- */
@@ -186,9 +189,7 @@ static struct vd_shm *shm_new(const struct vd_comm *c, char *base)
 	s->len = segment_len(c->size);
 	s->n = c->size;
 	s->me = c->rank;
-	s->wake = (_Atomic uint32_t *)(base + OFF_WAKE);
-	s->sleepers = (_Atomic uint32_t *)(base + OFF_SLEEPERS);
-	s->counters = base + OFF_COUNTERS;
+	s->counters = base;
 	s->areas = base + areas_offset(c->size);
 	s->area_len = (size_t)c->size * SHM_SLOT;
 	return s;
@@ -284,48 +285,59 @@ static bool reached(uint32_t v, uint32_t p)
 	return (int32_t)(v - p) >= 0;
 }
 
+/* Acquire: pairs with the release store in vd_shm_publish, so the data
+ * written before that phase is visible to whoever sees it. */
+static bool member_reached(const struct vd_shm *s, int i, uint32_t p)
+{
+	return reached(atomic_load_explicit(counter(s, i), memory_order_acquire), p);
+}
+
+/* The first member (of `who`, or of all for -1) not yet at phase p, or
+ * -1 when none is left. */
+static int laggard(const struct vd_shm *s, int who, uint32_t p)
+{
+	if (who >= 0)
+		return member_reached(s, who, p) ? -1 : who;
+	for (int i = 0; i < s->n; i++)
+		if (!member_reached(s, i, p))
+			return i;
+	return -1;
+}
+
 static bool ready(const struct vd_shm *s, int who, uint32_t p)
 {
-	/* Acquire: pairs with the release store in vd_shm_publish, so the
-	 * data written before that phase is visible here. */
-	if (who >= 0)
-		return reached(atomic_load_explicit(counter(s, who), memory_order_acquire), p);
-	for (int i = 0; i < s->n; i++)
-		if (!reached(atomic_load_explicit(counter(s, i), memory_order_acquire), p))
-			return false;
-	return true;
+	return laggard(s, who, p) < 0;
 }
 
 void vd_shm_publish(struct vd_shm *s, uint32_t p)
 {
-	/* Release: pairs with the acquire loads of ready(). */
-	atomic_store_explicit(counter(s, s->me), p, memory_order_release);
+	_Atomic uint32_t *mine = counter(s, s->me);
+
+	/* Release: pairs with the acquire loads of member_reached. */
+	atomic_store_explicit(mine, p, memory_order_release);
 	/* Pairs with the fence in sleep_on: either that sleeper's check
 	 * sees p, or this load sees the sleeper counted. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(s->sleepers, memory_order_relaxed) == 0)
-		return;
-	/* Release: pairs with the acquire load of wake in sleep_on (a
-	 * sleeper that reads the new value also sees p). */
-	atomic_fetch_add_explicit(s->wake, 1, memory_order_release);
-	syscall(SYS_futex, (uint32_t *)s->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	if (atomic_load_explicit(sleepers(s, s->me), memory_order_relaxed) != 0)
+		syscall(SYS_futex, (uint32_t *)mine, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Sleep until a publish (or SHM_NAP_NS): counted in sleepers, then the
- * condition checked once more, so a publish in between is never lost. */
-static void sleep_on(struct vd_shm *s, int who, uint32_t p)
+/* Sleep until member i publishes (or SHM_NAP_NS passes): counted among
+ * its sleepers, then its counter read once more, so a publish in between
+ * is never lost (FUTEX_WAIT returns at once when the counter moved). */
+static void sleep_on(struct vd_shm *s, int i, uint32_t p)
 {
 	struct timespec nap = { 0, SHM_NAP_NS };
-	uint32_t w;
+	uint32_t v;
 
-	atomic_fetch_add_explicit(s->sleepers, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(sleepers(s, i), 1, memory_order_relaxed);
 	/* Pairs with the fence in vd_shm_publish. */
 	atomic_thread_fence(memory_order_seq_cst);
-	/* Acquire: pairs with the release bump in vd_shm_publish. */
-	w = atomic_load_explicit(s->wake, memory_order_acquire);
-	if (!ready(s, who, p))
-		syscall(SYS_futex, (uint32_t *)s->wake, FUTEX_WAIT, w, &nap, NULL, 0);
-	atomic_fetch_sub_explicit(s->sleepers, 1, memory_order_relaxed);
+	/* Acquire: pairs with the release store in vd_shm_publish. */
+	v = atomic_load_explicit(counter(s, i), memory_order_acquire);
+	if (!reached(v, p))
+		syscall(SYS_futex, (uint32_t *)counter(s, i), FUTEX_WAIT, v, &nap, NULL, 0);
+	atomic_fetch_sub_explicit(sleepers(s, i), 1, memory_order_relaxed);
 }
 
 /* A member whose process is gone (pids came over point to point, not
@@ -359,11 +371,12 @@ int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 sleep:
 	for (;;) {
 		uint64_t now;
+		int i;
 
 		vd_progress(false);
-		if (ready(s, who, p))
+		if ((i = laggard(s, who, p)) < 0)
 			return 0;
-		sleep_on(s, who, p);
+		sleep_on(s, i, p);
 		now = now_ns();
 		if (now - checked >= SHM_LIVENESS_NS) {
 			checked = now;

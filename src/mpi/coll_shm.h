@@ -4,8 +4,8 @@
  * communicator (coll_shm.c: the segment and waiting; coll_shm_ops.c: the
  * collectives).  Only coll*.c include this.
  *
- * The segment holds one phase counter per member, a futex word for
- * sleepers, and SHM_NBUF data areas of one SHM_SLOT per member.  Every
+ * The segment holds one phase counter per member (the futex word its
+ * waiters sleep on) and SHM_NBUF data areas of one SHM_SLOT per member.  Every
  * collective is a run of phases numbered alike on all members (each keeps
  * its own count; the segment's copies are only compared against it).
  * Phase p's data lives in area p % SHM_NBUF and is read at the latest
@@ -25,7 +25,8 @@
 
 #include "typeop.h"
 
-#define SHM_NBUF 4                      /* data areas, used round robin */
+#define SHM_NBUF 8                      /* data areas, used round robin (a
+                                         * power of two: phases wrap) */
 #define SHM_SLOT (32u * 1024)           /* bytes per member per area */
 #define SHM_LINE 64                     /* one cache line per counter */
 
@@ -33,9 +34,8 @@ struct vd_shm {
 	char *base;                     /* the mapping */
 	size_t len;
 	int n, me;                      /* members, this one's index */
-	_Atomic uint32_t *wake;         /* futex word: bumped to wake sleepers */
-	_Atomic uint32_t *sleepers;     /* members (maybe) asleep on wake */
-	char *counters;                 /* member i's phase at i * SHM_LINE */
+	char *counters;                 /* member i's phase at i * SHM_LINE,
+	                                 * its sleepers right after */
 	char *areas;                    /* SHM_NBUF areas of n slots */
 	size_t area_len;
 	uint32_t phase;                 /* the last phase this member began */
