@@ -74,5 +74,8 @@ bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);
 /* root -1: allreduce (out at every member). */
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
 		  MPI_Op op, int root);
+/* Allgather in place: member i's piece is count elements of t at
+ * buf + i * count extents; this member's is there already. */
+int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);
 
 #endif /* VIADUCT_MPI_COLL_SHM_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * viaduct MPI: Barrier, Bcast, Reduce and Allreduce through a node-local
- * communicator's shared segment (coll_shm.h describes the phases).
+ * viaduct MPI: Barrier, Bcast, Reduce, Allreduce and Allgather through a
+ * node-local communicator's shared segment (coll_shm.h describes the
+ * phases).
  *
  *  - Barrier: one phase; every member publishes it and waits for all.
  *  - Bcast: the root copies chunks into successive areas, each published
@@ -15,6 +16,8 @@
  *    or by the root).  Small chunks skip the second phase: whoever needs
  *    the result reduces the whole chunk itself.  Slots are combined in
  *    rank order, so every member's result is bitwise the same.
+ *  - Allgather: per chunk every member copies its piece's part into its
+ *    slot, then everyone copies all the others' parts out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -174,5 +177,54 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 		err = reduce_chunk(s, &r, (const char *)in + e0 * r.esz,
 				   wants ? (char *)out + e0 * r.esz : NULL, m);
 	}
+	return err;
+}
+
+/* ---- Allgather ----------------------------------------------------------------------- */
+
+/* Where member i's packed piece goes: in buf itself for a contiguous
+ * type, else in the staging copy `all`. */
+static char *piece(char *buf, char *all, size_t pb, int i)
+{
+	return (all ? all : buf) + (size_t)i * pb;
+}
+
+/* Each member's piece is count elements of t at buf + i * count extents,
+ * this member's already in place.  Per chunk of SHM_SLOT bytes of the
+ * pieces: every member copies its part into its slot, then everyone
+ * copies everyone else's out. */
+int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
+{
+	size_t pb = (size_t)count * (size_t)t->size;
+	char *all = NULL;
+	int err = 0;
+
+	if (pb == 0)
+		return 0;
+	if (!t->contig) {       /* members may use different types: pack */
+		if (!(all = malloc((size_t)s->n * pb)))
+			return -ENOMEM;
+		vd_dtype_pack(t, (char *)buf + (MPI_Aint)s->me * count * t->extent, count,
+			      piece(buf, all, pb, s->me));
+	}
+	for (size_t off = 0; off < pb && !err; off += SHM_SLOT) {
+		size_t len = pb - off < SHM_SLOT ? pb - off : SHM_SLOT;
+		uint32_t p = vd_shm_next(s);
+		char *area;
+
+		if ((err = vd_shm_claim(s, p, &area)))
+			break;
+		memcpy(slot(area, s->me), piece(buf, all, pb, s->me) + off, len);
+		vd_shm_publish(s, p);
+		err = vd_shm_wait(s, -1, p);
+		for (int i = 0; i < s->n && !err; i++)
+			if (i != s->me)
+				memcpy(piece(buf, all, pb, i) + off, slot(area, i), len);
+	}
+	for (int i = 0; all && !err && i < s->n; i++)
+		if (i != s->me)
+			vd_dtype_unpack(t, piece(buf, all, pb, i), pb,
+					(char *)buf + (MPI_Aint)i * count * t->extent);
+	free(all);
 	return err;
 }

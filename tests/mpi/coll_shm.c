@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Node-local collectives (Barrier, Bcast, Reduce, Allreduce) run many
- * times back to back with mixed sizes -- so the library's phase counters
- * and chunk buffers wrap many times -- on several communicators at once
- * (world, a dup, an even/odd split), with the in-place forms, every
- * predefined op on several types, Bcast of non-contiguous types and of
- * matching signatures described by different types, all checked against
- * serial results; then the error classes of bad arguments.
+ * Node-local collectives (Barrier, Bcast, Reduce, Allreduce, Allgather)
+ * run many times back to back with mixed sizes -- so the library's phase
+ * counters and chunk buffers wrap many times -- on several communicators
+ * at once (world, a dup, an even/odd split), with the in-place forms,
+ * every predefined op on several types, Bcast and Allgather of
+ * non-contiguous types and of matching signatures described by different
+ * types, all checked against serial results; then the error classes of
+ * bad arguments.
  *
  * argv[1] "kill": after a few rounds the last rank SIGKILLs itself while
  * the others are inside a large Allreduce; the job must end (the runner
@@ -148,6 +149,30 @@ static void bcast_check(MPI_Comm c, size_t n, int root, int round, unsigned char
 	CHECK(bad < 0, "bcast n %zu root %d round %d: byte %ld wrong", n, root, round, bad);
 }
 
+/* Allgather of k ints per member (in place every other round). */
+static void allgather_check(MPI_Comm c, size_t k, int round, int *in, int *out)
+{
+	int me = crank(c), size = csize(c);
+
+	for (size_t i = 0; i < k * (size_t)size; i++)
+		out[i] = -1;
+	for (size_t i = 0; i < k; i++)
+		in[i] = (int)(i * 3) + me * 1000 + round;
+	if (round % 2) {
+		memcpy(out + (size_t)me * k, in, k * sizeof(int));
+		MPI_OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, (int)k, MPI_INT, c));
+	} else {
+		MPI_OK(MPI_Allgather(in, (int)k, MPI_INT, out, (int)k, MPI_INT, c));
+	}
+	for (size_t i = 0; i < k * (size_t)size; i++) {
+		int want = (int)(i % k * 3) + (int)(i / k) * 1000 + round;
+
+		if (!CHECK(out[i] == want, "allgather k %zu round %d: [%zu] = %d, not %d", k, round,
+			   i, out[i], want))
+			break;
+	}
+}
+
 static const size_t sizes[] = { 1, 3, 17, 250, 1024, 4097, 9000, 40000, 70001 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
@@ -166,6 +191,7 @@ static void mixed_rounds(MPI_Comm c, int rounds, char *in, char *out)
 		bcast_check(c, n * 8, r % size, r, (unsigned char *)out);
 		one_reduction(c, t, op, n, -1, r % 3 == 0, r, in, out);
 		one_reduction(c, t, op, n, (r * 7) % size, r % 2 == 0, r, in, out);
+		allgather_check(c, n / 4 + 1, r, (int *)in, (int *)out);
 	}
 }
 
@@ -181,6 +207,37 @@ static void all_ops(MPI_Comm c, char *in, char *out)
 			one_reduction(c, t, op, 33000, -1, op % 2, t + op, in, out);
 			one_reduction(c, t, op, 33000, csize(c) - 1, op % 2, t + op, in, out);
 		}
+}
+
+/* Allgather where member 0 receives into a strided type and the others
+ * into contiguous ints (the same signature). */
+static void allgather_types(MPI_Comm c)
+{
+	MPI_Datatype strided, vec;
+	int me = crank(c), size = csize(c), k = 5000;
+	int *buf = malloc(sizeof(int) * 2 * (size_t)k * (size_t)size), mine[5000];
+
+	mt_phase = "allgather types";
+	MPI_OK(MPI_Type_vector(k, 1, 2, MPI_INT, &strided));
+	MPI_OK(MPI_Type_create_resized(strided, 0, (MPI_Aint)(2 * k * sizeof(int)), &vec));
+	MPI_Type_free(&strided);
+	MPI_OK(MPI_Type_commit(&vec));
+	for (int i = 0; i < k; i++)
+		mine[i] = me * k + i;
+	for (int i = 0; i < 2 * k * size; i++)
+		buf[i] = -1;
+	if (me == 0)
+		MPI_OK(MPI_Allgather(mine, k, MPI_INT, buf, 1, vec, c));
+	else
+		MPI_OK(MPI_Allgather(mine, k, MPI_INT, buf, k, MPI_INT, c));
+	for (int i = 0; i < (me == 0 ? 2 * k * size : k * size); i++) {
+		int want = me != 0 ? i : i % 2 ? -1 : i / 2;
+
+		if (!CHECK(buf[i] == want, "[%d] = %d, not %d", i, buf[i], want))
+			break;
+	}
+	MPI_Type_free(&vec);
+	free(buf);
 }
 
 /* Root sends 3 strided vectors, the others receive contiguous ints (the
@@ -278,6 +335,8 @@ int main(int argc, char **argv)
 	all_ops(half, in, out);
 	bcast_types(half);
 	bcast_types(MPI_COMM_WORLD);
+	allgather_types(half);
+	allgather_types(MPI_COMM_WORLD);
 	errors();
 	MPI_Comm_free(&half);
 	MPI_Comm_free(&dup);
