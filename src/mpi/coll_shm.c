@@ -6,16 +6,18 @@
  * Made on the communicator's first collective: the lowest rank creates a
  * POSIX shared memory object (a random name, 0600, its pages reserved so
  * a full /dev/shm fails here and not with SIGBUS later) and broadcasts
- * the name over point to point; every member maps it and the members swap
+ * the name and the slot size over point to point; every member maps it and the members swap
  * their process ids (an allgather that doubles as "everyone has it
  * mapped"), after which the creator unlinks the name: from then on only
  * the mappings hold the memory, so nothing outlives the job.  A member
  * that could not map it sends pid 0 and everyone falls back to the point
  * to point algorithms.
  *
- * Waiting spins for the engine's spin budget, then sleeps on a futex word
- * in the segment (shared between processes, so not FUTEX_PRIVATE): when
- * members outnumber the CPUs, the one waited for needs this CPU.  Sleeps
+ * Waiting spins for the engine's spin budget, yields the CPU for a while
+ * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
+ * word (shared between processes, so not FUTEX_PRIVATE): when members
+ * outnumber the CPUs, the one waited for needs this CPU, and a publisher
+ * wakes sleepers with FUTEX_WAKE rather than leave them to a tick.  Sleeps
  * are short (SHM_NAP_NS) so the engine keeps making progress for point to
  * point traffic, and every SHM_LIVENESS_NS a sleeper checks that its
  * fellow members still exist: a dead member ends the wait with -EIO
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +43,7 @@
 #include "engine.h"
 
 #define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
+#define SHM_YIELD_NS (200 * 1000)
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
 #define SHM_NAME_LEN 128
@@ -57,9 +61,9 @@ static size_t areas_offset(int n)
 	return (end + 4095) & ~(size_t)4095;
 }
 
-static size_t segment_len(int n)
+static size_t segment_len(int n, size_t slot)
 {
-	return areas_offset(n) + (size_t)SHM_NBUF * (size_t)n * SHM_SLOT;
+	return areas_offset(n) + (size_t)SHM_NBUF * (size_t)n * slot;
 }
 
 static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
@@ -159,26 +163,50 @@ static int open_object(const char *name, size_t len)
 	return fd;
 }
 
-/* Map the object named by the creator (name "": there is none). */
-static char *map_segment(struct vd_comm *c, char *name, size_t len)
+/* What the creator tells the others. */
+struct shm_offer {
+	char name[SHM_NAME_LEN];        /* "": there is no segment */
+	uint32_t slot;
+};
+
+/* The slot size: larger when this node's ranks outnumber the CPUs. */
+static uint32_t choose_slot(void)
 {
-	int fd = c->rank == 0 ? create_object(c, len, name) : -1;
-	int err = vd_coll_bcast_tree(name, SHM_NAME_LEN, MPI_CHAR, 0, c);
+	cpu_set_t cpus;
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+	    vd_place_local_ranks() > CPU_COUNT(&cpus))
+		return SHM_SLOT_CROWDED;
+	return SHM_SLOT;
+}
+
+/* Map the object the creator offers (NULL: none, or it failed here). */
+static char *map_segment(struct vd_comm *c, struct shm_offer *o)
+{
+	int fd = -1, err;
 	void *base = MAP_FAILED;
 
-	name[SHM_NAME_LEN - 1] = '\0';
-	if (!err && c->rank != 0 && name[0])
-		fd = open_object(name, len);
+	if (c->rank == 0) {
+		o->slot = choose_slot();
+		fd = create_object(c, segment_len(c->size, o->slot), o->name);
+	}
+	err = vd_coll_bcast_tree(o, (int)sizeof(*o), MPI_BYTE, 0, c);
+	o->name[SHM_NAME_LEN - 1] = '\0';
+	if (o->slot != SHM_SLOT && o->slot != SHM_SLOT_CROWDED)
+		err = -EPROTO;
+	if (!err && c->rank != 0 && o->name[0])
+		fd = open_object(o->name, segment_len(c->size, o->slot));
 	if (!err && fd >= 0)
-		base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		base = mmap(NULL, segment_len(c->size, o->slot), PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, 0);
 	if (fd >= 0)
 		close(fd);
 	if (err && base != MAP_FAILED)
-		munmap(base, len);
+		munmap(base, segment_len(c->size, o->slot));
 	return err || base == MAP_FAILED ? NULL : base;
 }
 
-static struct vd_shm *shm_new(const struct vd_comm *c, char *base)
+static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
 {
 	struct vd_shm *s = calloc(1, sizeof(*s) + (size_t)c->size * sizeof(pid_t));
 
@@ -186,22 +214,22 @@ static struct vd_shm *shm_new(const struct vd_comm *c, char *base)
 		return NULL;
 	s->pids = (pid_t *)(s + 1);
 	s->base = base;
-	s->len = segment_len(c->size);
+	s->len = segment_len(c->size, slot);
 	s->n = c->size;
 	s->me = c->rank;
 	s->counters = base;
 	s->areas = base + areas_offset(c->size);
-	s->area_len = (size_t)c->size * SHM_SLOT;
+	s->slot = slot;
+	s->area_len = (size_t)c->size * slot;
 	return s;
 }
 
 static struct vd_shm *shm_attach(struct vd_comm *c)
 {
-	char name[SHM_NAME_LEN] = "";
+	struct shm_offer o = { .name = "", .slot = 0 };
 	int pids[SHM_MAX_MEMBERS];
-	size_t len = segment_len(c->size);
-	char *base = map_segment(c, name, len);
-	struct vd_shm *s = base ? shm_new(c, base) : NULL;
+	char *base = map_segment(c, &o);
+	struct vd_shm *s = base ? shm_new(c, base, o.slot) : NULL;
 	struct vd_coll_side R = { .buf = pids, .count = 1, .dt = MPI_INT,
 				  .t = vd_dtype_get(MPI_INT) };
 	int err;
@@ -209,14 +237,14 @@ static struct vd_shm *shm_attach(struct vd_comm *c)
 
 	pids[c->rank] = s ? (int)getpid() : 0;
 	err = vd_coll_allgather_flat(&R, c);
-	if (c->rank == 0 && name[0])
-		shm_unlink(name);       /* every member that could map it has */
+	if (c->rank == 0 && o.name[0])
+		shm_unlink(o.name);     /* every member that could map it has */
 	for (int i = 0; i < c->size; i++)
 		all = all && pids[i] > 0;
 	if (err || !all) {
 		free(s);
 		if (base)
-			munmap(base, len);
+			munmap(base, segment_len(c->size, o.slot));
 		return NULL;
 	}
 	for (int i = 0; i < c->size; i++)
@@ -364,11 +392,19 @@ int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 	budget = vd_spin_budget_ns();
 	for (unsigned i = 1; !ready(s, who, p); i++) {
 		if (!(i & 15) && now_ns() - start >= budget)
-			goto sleep;
+			goto yield;
 		cpu_relax();
 	}
 	return 0;
-sleep:
+yield:
+	/* Hand the CPU to whoever can run -- likely the member waited for
+	 * -- for a while before sleeping: cheaper than a futex round trip
+	 * when the wait is short. */
+	while (now_ns() - start < budget + SHM_YIELD_NS) {
+		sched_yield();
+		if (ready(s, who, p))
+			return 0;
+	}
 	for (;;) {
 		uint64_t now;
 		int i;

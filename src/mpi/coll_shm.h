@@ -5,7 +5,7 @@
  * collectives).  Only coll*.c include this.
  *
  * The segment holds one phase counter per member (the futex word its
- * waiters sleep on) and SHM_NBUF data areas of one SHM_SLOT per member.  Every
+ * waiters sleep on) and SHM_NBUF data areas of one slot per member.  Every
  * collective is a run of phases numbered alike on all members (each keeps
  * its own count; the segment's copies are only compared against it).
  * Phase p's data lives in area p % SHM_NBUF and is read at the latest
@@ -27,7 +27,11 @@
 
 #define SHM_NBUF 8                      /* data areas, used round robin (a
                                          * power of two: phases wrap) */
-#define SHM_SLOT (32u * 1024)           /* bytes per member per area */
+#define SHM_SLOT (32u * 1024)           /* bytes per member per area ... */
+#define SHM_SLOT_CROWDED (128u * 1024)  /* ... when the node's ranks
+                                         * outnumber its CPUs: fewer,
+                                         * larger steps, as each step may
+                                         * cost a context switch */
 #define SHM_LINE 64                     /* one cache line per counter */
 
 struct vd_shm {
@@ -37,7 +41,8 @@ struct vd_shm {
 	char *counters;                 /* member i's phase at i * SHM_LINE,
 	                                 * its sleepers right after */
 	char *areas;                    /* SHM_NBUF areas of n slots */
-	size_t area_len;
+	size_t slot;                    /* bytes per member per area */
+	size_t area_len;                /* n * slot */
 	uint32_t phase;                 /* the last phase this member began */
 	pid_t *pids;                    /* members' processes (from the
 	                                 * engine, not the segment) */

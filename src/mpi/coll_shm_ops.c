@@ -10,7 +10,7 @@
  *    so reading overlaps writing, and the root runs at most
  *    SHM_NBUF - 2 chunks ahead of the slowest reader.
  *  - Reduce / Allreduce (predefined ops, contiguous types): per chunk of
- *    SHM_SLOT bytes every member copies its contribution into its slot,
+ *    a slot's size every member copies its contribution into its slot,
  *    then each member reduces its own slice of the chunk across all slots,
  *    in place, and a second phase lets the result be copied out (by all,
  *    or by the root).  Small chunks skip the second phase: whoever needs
@@ -99,9 +99,9 @@ bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op)
 	       vd_op_builtin(op);
 }
 
-static char *slot(char *area, int i)
+static char *slot(const struct vd_shm *s, char *area, int i)
 {
-	return area + (size_t)i * SHM_SLOT;
+	return area + (size_t)i * s->slot;
 }
 
 struct shm_red {
@@ -117,13 +117,13 @@ struct shm_red {
 static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *area,
 			 size_t lo, size_t hi, char *out)
 {
-	const char *last = slot(area, s->n - 1) + lo * r->esz;
+	const char *last = slot(s, area, s->n - 1) + lo * r->esz;
 	int err = 0;
 
 	if (out != last)
 		memcpy(out, last, (hi - lo) * r->esz);
 	for (int j = s->n - 2; j >= 0 && !err && hi > lo; j--)
-		err = vd_op_apply(r->op, slot(area, j) + lo * r->esz, out, (int)(hi - lo), r->dt);
+		err = vd_op_apply(r->op, slot(s, area, j) + lo * r->esz, out, (int)(hi - lo), r->dt);
 	return err;
 }
 
@@ -140,7 +140,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 
 	if (err)
 		return err;
-	memcpy(slot(area, s->me), in, m * r->esz);
+	memcpy(slot(s, area, s->me), in, m * r->esz);
 	vd_shm_publish(s, p);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
 		if (!wants)
@@ -150,7 +150,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 	}
 	err = vd_shm_wait(s, -1, p);
 	if (!err)
-		err = combine_slots(s, r, area, lo, hi, slot(area, s->n - 1) + lo * r->esz);
+		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz);
 	if (err)
 		return err;
 	p = vd_shm_next(s);
@@ -159,7 +159,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 		return 0;
 	err = vd_shm_wait(s, -1, p);
 	if (!err)
-		memcpy(out, slot(area, s->n - 1), m * r->esz);
+		memcpy(out, slot(s, area, s->n - 1), m * r->esz);
 	return err;
 }
 
@@ -167,7 +167,7 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 		  MPI_Op op, int root)
 {
 	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root };
-	size_t per = SHM_SLOT / r.esz, total = (size_t)count;
+	size_t per = s->slot / r.esz, total = (size_t)count;
 	bool wants = root < 0 || s->me == root;
 	int err = 0;
 
@@ -190,7 +190,7 @@ static char *piece(char *buf, char *all, size_t pb, int i)
 }
 
 /* Each member's piece is count elements of t at buf + i * count extents,
- * this member's already in place.  Per chunk of SHM_SLOT bytes of the
+ * this member's already in place.  Per chunk of a slot's size of the
  * pieces: every member copies its part into its slot, then everyone
  * copies everyone else's out. */
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
@@ -207,19 +207,19 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
 		vd_dtype_pack(t, (char *)buf + (MPI_Aint)s->me * count * t->extent, count,
 			      piece(buf, all, pb, s->me));
 	}
-	for (size_t off = 0; off < pb && !err; off += SHM_SLOT) {
-		size_t len = pb - off < SHM_SLOT ? pb - off : SHM_SLOT;
+	for (size_t off = 0; off < pb && !err; off += s->slot) {
+		size_t len = pb - off < s->slot ? pb - off : s->slot;
 		uint32_t p = vd_shm_next(s);
 		char *area;
 
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
-		memcpy(slot(area, s->me), piece(buf, all, pb, s->me) + off, len);
+		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
 		vd_shm_publish(s, p);
 		err = vd_shm_wait(s, -1, p);
 		for (int i = 0; i < s->n && !err; i++)
 			if (i != s->me)
-				memcpy(piece(buf, all, pb, i) + off, slot(area, i), len);
+				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
 	}
 	for (int i = 0; all && !err && i < s->n; i++)
 		if (i != s->me)
