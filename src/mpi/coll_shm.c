@@ -6,9 +6,10 @@
  * Made on the communicator's first collective: the lowest rank creates a
  * POSIX shared memory object (a random name, 0600, its pages reserved so
  * a full /dev/shm fails here and not with SIGBUS later) and broadcasts
- * the name and the slot size over point to point; every member maps it and the members swap
- * their process ids (an allgather that doubles as "everyone has it
- * mapped"), after which the creator unlinks the name: from then on only
+ * the name and the slot size over point to point; every member maps it
+ * and the members swap their process ids (an allgather that doubles as
+ * "everyone has it mapped"), after which the creator unlinks the name:
+ * from then on only
  * the mappings hold the memory, so nothing outlives the job.  A member
  * that could not map it sends pid 0 and everyone falls back to the point
  * to point algorithms.
@@ -26,8 +27,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
