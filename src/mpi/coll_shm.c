@@ -9,10 +9,9 @@
  * the name and the slot size over point to point; every member maps it
  * and the members swap their process ids (an allgather that doubles as
  * "everyone has it mapped"), after which the creator unlinks the name:
- * from then on only
- * the mappings hold the memory, so nothing outlives the job.  A member
- * that could not map it sends pid 0 and everyone falls back to the point
- * to point algorithms.
+ * from then on only the mappings hold the memory, so nothing outlives
+ * the job.  A member that could not map it sends pid 0 and everyone falls
+ * back to the point to point algorithms.
  *
  * Waiting spins for the engine's spin budget, yields the CPU for a while
  * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
