@@ -4,14 +4,16 @@
  * its members wait for each other in it.
  *
  * Made on the communicator's first collective: the lowest rank creates a
- * POSIX shared memory object (a random name, 0600, its pages reserved so
- * a full /dev/shm fails here and not with SIGBUS later) and broadcasts
- * the name and the slot size over point to point; every member maps it
+ * memfd (its pages reserved, so a full tmpfs fails here and not with
+ * SIGBUS later) and broadcasts its pid, fd number and the slot size over
+ * point to point; every member opens it through /proc/PID/fd and maps it,
  * and the members swap their process ids (an allgather that doubles as
- * "everyone has it mapped"), after which the creator unlinks the name:
- * from then on only the mappings hold the memory, so nothing outlives
- * the job.  A member that could not map it sends pid 0 and everyone falls
- * back to the point to point algorithms.
+ * "everyone has it mapped"), after which the creator closes it: only the
+ * mappings hold the memory and nothing ever had a name, so nothing
+ * outlives the job.  Where /proc does not allow that, the same happens
+ * with a POSIX shared memory object (random name, 0600) unlinked right
+ * after the allgather.  A member that could not map it sends pid 0 and
+ * everyone falls back to the point to point algorithms.
  *
  * Waiting spins for the engine's spin budget, yields the CPU for a while
  * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
@@ -127,32 +129,68 @@ static void make_name(const struct vd_comm *c, char *name)
 		 vd_place_node(vd_mpi.rank), (unsigned)c->ctx, (unsigned long long)r);
 }
 
-/* The creator: a new object of len bytes, its pages reserved; -1 (and
- * name "") on failure. */
-static int create_object(const struct vd_comm *c, size_t len, char *name)
+/* How the members get hold of the segment: first a memfd the others open
+ * through the creator's /proc/PID/fd (nothing ever has a name); where
+ * that is not allowed, a POSIX shared memory object unlinked as soon as
+ * everyone has it. */
+enum shm_way { SHM_MEMFD, SHM_NAMED };
+
+/* What the creator tells the others. */
+struct shm_offer {
+	char name[SHM_NAME_LEN];        /* SHM_NAMED: the object, "": none */
+	int32_t pid, fd;                /* SHM_MEMFD: the creator's fd, -1: none */
+	uint32_t slot;
+};
+
+/* The slot size: larger when this node's ranks outnumber the CPUs they
+ * may use (a rank bound to one CPU was placed by a launcher that spread
+ * the ranks: then all online CPUs count). */
+static uint32_t choose_slot(void)
+{
+	cpu_set_t cpus;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1)
+		ncpu = CPU_COUNT(&cpus);
+	return ncpu > 0 && vd_place_local_ranks() > ncpu ? SHM_SLOT_CROWDED : SHM_SLOT;
+}
+
+/* The pages reserved, so a full tmpfs fails here and not with SIGBUS in
+ * a collective. */
+static int reserve(int fd, size_t len)
+{
+	if (fd >= 0 && posix_fallocate(fd, 0, (off_t)len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int create_memfd(size_t len, struct shm_offer *o)
+{
+	o->pid = (int32_t)getpid();
+	o->fd = reserve(memfd_create("vd-mpi-coll", MFD_CLOEXEC), len);
+	return o->fd;
+}
+
+/* A new named object, or -1 and name "". */
+static int create_named(const struct vd_comm *c, size_t len, char *name)
 {
 	int fd;
 
 	make_name(c, name);
-	fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-	if (fd < 0)
-		goto fail;
-	if (posix_fallocate(fd, 0, (off_t)len) != 0) {
-		close(fd);
+	fd = reserve(shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), len);
+	if (fd < 0) {
 		shm_unlink(name);
-		goto fail;
+		name[0] = '\0';
 	}
 	return fd;
-fail:
-	name[0] = '\0';
-	return -1;
 }
 
-/* The others: the object by name, if it is ours and of the right size. */
-static int open_object(const char *name, size_t len)
+/* fd, if it is ours and of the right size; else -1. */
+static int checked(int fd, size_t len)
 {
 	struct stat st;
-	int fd = shm_open(name, O_RDWR, 0);
 
 	if (fd < 0)
 		return -1;
@@ -163,47 +201,38 @@ static int open_object(const char *name, size_t len)
 	return fd;
 }
 
-/* What the creator tells the others. */
-struct shm_offer {
-	char name[SHM_NAME_LEN];        /* "": there is no segment */
-	uint32_t slot;
-};
-
-/* The slot size: larger when this node's ranks outnumber the CPUs. */
-static uint32_t choose_slot(void)
+static int open_offered(const struct shm_offer *o, enum shm_way way, size_t len)
 {
-	cpu_set_t cpus;
+	char path[64];
 
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
-	    vd_place_local_ranks() > CPU_COUNT(&cpus))
-		return SHM_SLOT_CROWDED;
-	return SHM_SLOT;
+	if (way == SHM_NAMED)
+		return checked(o->name[0] ? shm_open(o->name, O_RDWR | O_CLOEXEC, 0) : -1, len);
+	if (o->fd < 0 || o->pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->pid, (int)o->fd);
+	return checked(open(path, O_RDWR | O_CLOEXEC), len);
 }
 
-/* Map the object the creator offers (NULL: none, or it failed here). */
-static char *map_segment(struct vd_comm *c, struct shm_offer *o)
+/* The creator makes the segment and offers it; the others open it.  The
+ * segment's fd here, or -1. */
+static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer *o)
 {
-	int fd = -1, err;
-	void *base = MAP_FAILED;
+	int fd = -1;
 
 	if (c->rank == 0) {
 		o->slot = choose_slot();
-		fd = create_object(c, segment_len(c->size, o->slot), o->name);
+		fd = way == SHM_MEMFD ? create_memfd(segment_len(c->size, o->slot), o)
+				      : create_named(c, segment_len(c->size, o->slot), o->name);
 	}
-	err = vd_coll_bcast_tree(o, (int)sizeof(*o), MPI_BYTE, 0, c);
+	if (vd_coll_bcast_tree(o, (int)sizeof(*o), MPI_BYTE, 0, c) ||
+	    (o->slot != SHM_SLOT && o->slot != SHM_SLOT_CROWDED)) {
+		if (fd >= 0)
+			close(fd);
+		o->slot = SHM_SLOT;
+		return -1;
+	}
 	o->name[SHM_NAME_LEN - 1] = '\0';
-	if (o->slot != SHM_SLOT && o->slot != SHM_SLOT_CROWDED)
-		err = -EPROTO;
-	if (!err && c->rank != 0 && o->name[0])
-		fd = open_object(o->name, segment_len(c->size, o->slot));
-	if (!err && fd >= 0)
-		base = mmap(NULL, segment_len(c->size, o->slot), PROT_READ | PROT_WRITE,
-			    MAP_SHARED, fd, 0);
-	if (fd >= 0)
-		close(fd);
-	if (err && base != MAP_FAILED)
-		munmap(base, segment_len(c->size, o->slot));
-	return err || base == MAP_FAILED ? NULL : base;
+	return c->rank == 0 ? fd : open_offered(o, way, segment_len(c->size, o->slot));
 }
 
 static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
@@ -224,27 +253,39 @@ static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
 	return s;
 }
 
-static struct vd_shm *shm_attach(struct vd_comm *c)
+static char *map_fd(int fd, size_t len)
 {
-	struct shm_offer o = { .name = "", .slot = 0 };
-	int pids[SHM_MAX_MEMBERS];
-	char *base = map_segment(c, &o);
+	void *base = fd < 0 ? MAP_FAILED
+			    : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return base == MAP_FAILED ? NULL : base;
+}
+
+static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way)
+{
+	struct shm_offer o = { .name = "", .pid = 0, .fd = -1, .slot = 0 };
+	int pids[SHM_MAX_MEMBERS], fd = offer_and_open(c, way, &o), err;
+	size_t len = segment_len(c->size, o.slot);
+	char *base = map_fd(fd, len);
 	struct vd_shm *s = base ? shm_new(c, base, o.slot) : NULL;
 	struct vd_coll_side R = { .buf = pids, .count = 1, .dt = MPI_INT,
 				  .t = vd_dtype_get(MPI_INT) };
-	int err;
 	bool all = true;
 
 	pids[c->rank] = s ? (int)getpid() : 0;
 	err = vd_coll_allgather_flat(&R, c);
+	/* Every member that could open it has: the creator's memfd may go,
+	 * and the name. */
+	if (fd >= 0)
+		close(fd);
 	if (c->rank == 0 && o.name[0])
-		shm_unlink(o.name);     /* every member that could map it has */
+		shm_unlink(o.name);
 	for (int i = 0; i < c->size; i++)
 		all = all && pids[i] > 0;
 	if (err || !all) {
 		free(s);
 		if (base)
-			munmap(base, segment_len(c->size, o.slot));
+			munmap(base, len);
 		return NULL;
 	}
 	for (int i = 0; i < c->size; i++)
@@ -274,7 +315,9 @@ struct vd_shm *vd_shm_of(struct vd_comm *c)
 		return c->shm;
 	c->shm_done = true;
 	if (shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
-		c->shm = shm_attach(c);
+		c->shm = shm_attach(c, SHM_MEMFD);
+		if (!c->shm)
+			c->shm = shm_attach(c, SHM_NAMED);
 		say_shm(c, c->shm);
 	}
 	return c->shm;
