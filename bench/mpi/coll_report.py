@@ -33,15 +33,15 @@ def table(n, runs):
         sizes = sorted(x for s, x in runs if s == sec)
         if not sizes:
             continue
-        print(f"\n{sec}, {n} ranks (us per call, median of rounds; ratio = library / viaduct)\n")
-        print("| bytes | " + " | ".join(IMPLS) + " | p2p/vd | ompi/vd | mpich/vd | rounds |")
+        print(f"\n{sec}, {n} ranks (us per call, median of rounds; vd/X = viaduct / X)\n")
+        print("| bytes | " + " | ".join(IMPLS) + " | vd/p2p | vd/Open MPI | vd/MPICH | rounds |")
         print("|---:|" + "---:|" * (len(IMPLS) + 4))
         for x in sizes:
             cell = runs[(sec, x)]
             med = {i: statistics.median(cell[i]) for i in IMPLS if i in cell}
             vd = med.get("viaduct")
             us = [f"{med[i]:.2f}" if i in med else "-" for i in IMPLS]
-            ratio = [f"{med[i] / vd:.2f}" if vd and i in med else "-" for i in IMPLS[1:]]
+            ratio = [f"{vd / med[i]:.2f}" if vd and med.get(i) else "-" for i in IMPLS[1:]]
             k = min(len(v) for v in cell.values())
             print(f"| {x} | " + " | ".join(us) + " | " + " | ".join(ratio) + f" | {k} |")
 
