@@ -21,9 +21,10 @@
  * outnumber the CPUs, the one waited for needs this CPU, and a publisher
  * wakes sleepers with FUTEX_WAKE rather than leave them to a tick.  Sleeps
  * are short (SHM_NAP_NS) so the engine keeps making progress for point to
- * point traffic, and every SHM_LIVENESS_NS a sleeper checks that its
- * fellow members still exist: a dead member ends the wait with -EIO
- * instead of a hang.
+ * point traffic; yields and sleeps let go of the library's lock
+ * (MPI_THREAD_MULTIPLE), so other threads' communicators move meanwhile;
+ * and every SHM_LIVENESS_NS a sleeper checks that its fellow members
+ * still exist: a dead member ends the wait with -EIO instead of a hang.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -314,7 +315,7 @@ struct vd_shm *vd_shm_of(struct vd_comm *c)
 	if (c->shm_done)
 		return c->shm;
 	c->shm_done = true;
-	if (shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
+	if (!c->inter && shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
 		c->shm = shm_attach(c, SHM_MEMFD);
 		if (!c->shm)
 			c->shm = shm_attach(c, SHM_NAMED);
@@ -444,18 +445,23 @@ yield:
 	 * -- for a while before sleeping: cheaper than a futex round trip
 	 * when the wait is short. */
 	while (now_ns() - start < budget + SHM_YIELD_NS) {
+		int held = vd_lock_release();
+
 		sched_yield();
+		vd_lock_reacquire(held);
 		if (ready(s, who, p))
 			return 0;
 	}
 	for (;;) {
 		uint64_t now;
-		int i;
+		int i, held;
 
 		vd_progress(false);
 		if ((i = laggard(s, who, p)) < 0)
 			return 0;
+		held = vd_lock_release();
 		sleep_on(s, i, p);
+		vd_lock_reacquire(held);
 		now = now_ns();
 		if (now - checked >= SHM_LIVENESS_NS) {
 			checked = now;

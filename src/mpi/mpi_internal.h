@@ -95,6 +95,10 @@ bool vd_lock_sleep_begin(int *saved);
 void vd_lock_sleep_end(int saved);
 void vd_lock_wait_progress(unsigned ms);
 void vd_lock_progressed(void);
+/* Around a wait that touches nothing of the library's (coll_shm.c):
+ * the lock let go entirely, and taken back. */
+int vd_lock_release(void);
+void vd_lock_reacquire(int saved);
 
 /* ---- PMI-1 client (pmi.c) ---------------------------------------------------- *
  * Talks to vdrun or Hydra over the fd in PMI_FD (PMI_RANK, PMI_SIZE); with
