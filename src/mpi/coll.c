@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_shm.h"
 #include "typeop.h"
 
 /* ---- shared helpers ----------------------------------------------------- */
@@ -128,6 +129,10 @@ int vd_coll_barrier(struct vd_comm *c)
 {
 	int n = c->size, me = c->rank, err = MPI_SUCCESS;
 	char s = 0, r;                  /* empty messages, but real addresses */
+	struct vd_shm *shm = vd_shm_of(c);
+
+	if (shm)
+		return vd_coll_code(vd_shm_barrier(shm));
 
 	for (int k = 1; k < n && !err; k <<= 1)
 		err = vd_coll_sendrecv(&s, 0, MPI_BYTE, (me + k) % n, &r, 0, MPI_BYTE,
@@ -155,6 +160,15 @@ int PMPI_Barrier(MPI_Comm comm)
 /* ---- Bcast: binomial tree -------------------------------------------------------- */
 
 int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c)
+{
+	struct vd_shm *s = vd_shm_of(c);
+
+	if (s)
+		return vd_coll_code(vd_shm_bcast(s, buf, count, vd_dtype_get(dt), root));
+	return vd_coll_bcast_tree(buf, count, dt, root, c);
+}
+
+int vd_coll_bcast_tree(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c)
 {
 	int n = c->size, vr = (c->rank - root + n) % n, mask = 1, err = MPI_SUCCESS;
 
@@ -264,7 +278,10 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	int vr = (me - troot + n) % n, err = MPI_SUCCESS;
 	void *m1 = NULL, *m2 = NULL;
 	char *acc, *tmp;
+	struct vd_shm *s = vd_shm_of(c);
 
+	if (s && vd_shm_reduce_fits(t, op))
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root));
 	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
 		if (n == 1)
 			vd_dtype_copy(t, in, out, count);
@@ -486,7 +503,10 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 		      struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
+	struct vd_shm *s = count > 0 ? vd_shm_of(c) : NULL;
 
+	if (s && vd_shm_reduce_fits(t, op))
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1));
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)

@@ -38,6 +38,7 @@ void vd_coll_hier_free(struct vd_hier *h)
 {
 	if (!h)
 		return;
+	vd_shm_free(h->node.shm);
 	free(h->node_of);
 	free(h->local_rank);
 	free(h->world);

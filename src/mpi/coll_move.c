@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_shm.h"
 #include "typeop.h"
 
 /* Ranks in the binomial subtree of relative rank vr (vr 0: all n). */
@@ -326,6 +327,7 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 		     struct vd_comm *c)
 {
 	struct vd_hier *h;
+	struct vd_shm *s;
 	int me = c->rank, err;
 
 	(void)root;
@@ -333,6 +335,8 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 	    (err = vd_coll_local_copy(S->buf, S->count, S->t, side_at(R, me), side_count(R, me),
 				      R->t)))
 		return err;
+	if (!R->vec && (s = vd_shm_of(c)))
+		return vd_coll_code(vd_shm_allgather(s, (void *)R->buf, R->count, R->t));
 	if (!R->vec && (h = vd_coll_hier(c)) && (err = vd_hier_allgather(h, R, c)) != -ENOTSUP)
 		return err;
 	return vd_coll_allgather_flat(R, c);

@@ -55,6 +55,7 @@ static void comm_release(struct vd_comm *c)
 		vd_info_release(&c->info);
 		vd_errh_release(c->errh);
 		vd_coll_hier_free(c->hier);
+		vd_shm_free(c->shm);
 		vd_topo_free(c->topo);
 		if (c->inter) {
 			vd_comm_drop(c->local_comm);

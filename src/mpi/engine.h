@@ -153,6 +153,8 @@ int vd_bsend(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
  * an empty one for a null or inactive request. */
 void vd_req_status(const struct vd_req *r, MPI_Status *st);
 void vd_empty_status(MPI_Status *st);
+/* How long a blocking wait polls before it sleeps (VIADUCT_MPI_SPIN_US). */
+uint64_t vd_spin_budget_ns(void);
 /* Poll the engine until pred(arg) holds, sleeping when idle. */
 void vd_wait_until(bool (*pred)(void *), void *arg);
 

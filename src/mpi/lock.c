@@ -112,3 +112,26 @@ void vd_lock_progressed(void)
 	if (multiple() && cond_ready)
 		pthread_cond_broadcast(&progressed);
 }
+
+/* Let go of the lock entirely for a wait that touches no state of the
+ * library (a node-local collective waiting in its segment, coll_shm.c),
+ * so other threads run their own communicators' operations meanwhile.
+ * Returns what vd_lock_reacquire needs; 0: the lock was not held. */
+int vd_lock_release(void)
+{
+	int saved = depth;
+
+	if (!multiple() || saved == 0)
+		return 0;
+	depth = 0;
+	pthread_mutex_unlock(&big);
+	return saved;
+}
+
+void vd_lock_reacquire(int saved)
+{
+	if (!saved)
+		return;
+	pthread_mutex_lock(&big);
+	depth = saved;
+}

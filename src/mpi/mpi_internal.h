@@ -95,6 +95,10 @@ bool vd_lock_sleep_begin(int *saved);
 void vd_lock_sleep_end(int saved);
 void vd_lock_wait_progress(unsigned ms);
 void vd_lock_progressed(void);
+/* Around a wait that touches nothing of the library's (coll_shm.c):
+ * the lock let go entirely, and taken back. */
+int vd_lock_release(void);
+void vd_lock_reacquire(int saved);
 
 /* ---- PMI-1 client (pmi.c) ---------------------------------------------------- *
  * Talks to vdrun or Hydra over the fd in PMI_FD (PMI_RANK, PMI_SIZE); with
@@ -167,6 +171,7 @@ bool vd_op_valid(MPI_Op op);
 struct vd_hier;
 struct vd_topo;
 struct vd_attr;
+struct vd_shm;
 struct vd_comm {
 	int refs;
 	int rank, size;
@@ -192,9 +197,12 @@ struct vd_comm {
 	char name[MPI_MAX_OBJECT_NAME];
 	struct vd_attr *attrs;          /* attr.c */
 	MPI_Info info;                  /* hints as set, or MPI_INFO_NULL */
+	bool shm_done;                  /* shm looked for */
+	struct vd_shm *shm;             /* node-local segment, or NULL */
 };
 
 void vd_coll_hier_free(struct vd_hier *h);   /* coll_hier.c */
+void vd_shm_free(struct vd_shm *s);          /* coll_shm.c */
 /* topo.c: free (NULL is fine) and copy (NULL when out of memory) the
  * topology of a communicator. */
 void vd_topo_free(struct vd_topo *t);

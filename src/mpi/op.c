@@ -246,6 +246,11 @@ static bool op_builtin(MPI_Op op)
 	return op >= MPI_MAX && op <= MPI_NO_OP;
 }
 
+bool vd_op_builtin(MPI_Op op)
+{
+	return op_builtin(op);
+}
+
 bool vd_op_valid(MPI_Op op)
 {
 	return op_builtin(op) || uop_get(op);

@@ -47,6 +47,11 @@ static uint64_t spin_ns(void)
 	return (uint64_t)cached;
 }
 
+uint64_t vd_spin_budget_ns(void)
+{
+	return spin_ns();
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;

@@ -43,6 +43,8 @@ int vd_op_check(MPI_Op op, MPI_Datatype dt);
 /* A user op's function (NULL for a predefined op), for a pending
  * operation that must outlive MPI_Op_free. */
 MPI_User_function *vd_op_user_fn(MPI_Op op);
+/* One of the predefined ops (MPI_SUM ... MPI_NO_OP). */
+bool vd_op_builtin(MPI_Op op);
 
 /* Error code of a vd_coll_* or vd_wait* result: negative errno -> MPI_ERR_*. */
 static inline int vd_coll_code(int r)
@@ -64,6 +66,8 @@ int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int 
 struct vd_comm *vd_coll_comm(MPI_Comm comm, const char *fn, int *err);
 int vd_coll_barrier(struct vd_comm *c);
 int vd_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c);
+/* The binomial tree over point to point, whatever the communicator. */
+int vd_coll_bcast_tree(void *buf, int count, MPI_Datatype dt, int root, struct vd_comm *c);
 /* in: the input (never MPI_IN_PLACE); out: significant at root. */
 int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		   int root, struct vd_comm *c);

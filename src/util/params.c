@@ -82,6 +82,8 @@ static const struct param params[] = {
 	  "how MPI ranks reach each other: auto (shm inside a host, ofi between hosts), shm, ofi" },
 	{ "VIADUCT_MPI_COLL_HIER", PT_BOOL, "1", 0, 0, NULL,
 	  "0: collectives ignore the hosts (flat algorithms even across hosts)" },
+	{ "VIADUCT_MPI_COLL_SHM", PT_BOOL, "1", 0, 0, NULL,
+	  "0: node-local collectives go point to point instead of through a shared segment" },
 	{ "VIADUCT_PMIX_TIMEOUT_S", PT_UINT, "120", 1, 86400, NULL,
 	  "how long a PMIx call (fence, get) may wait for the launcher's server, in seconds" },
 	{ "VIADUCT_MPI_SPIN_US", PT_UINT, "20", 0, 10000000, NULL,

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: the shared segment of a node-local communicator, and how
+ * its members wait for each other in it.
+ *
+ * Made on the communicator's first collective: the lowest rank creates a
+ * memfd (its pages reserved, so a full tmpfs fails here and not with
+ * SIGBUS later) and broadcasts its pid, fd number and the slot size over
+ * point to point; every member opens it through /proc/PID/fd and maps it,
+ * and the members swap their process ids (an allgather that doubles as
+ * "everyone has it mapped"), after which the creator closes it: only the
+ * mappings hold the memory and nothing ever had a name, so nothing
+ * outlives the job.  Where /proc does not allow that, the same happens
+ * with a POSIX shared memory object (random name, 0600) unlinked right
+ * after the allgather.  A member that could not map it sends pid 0 and
+ * everyone falls back to the point to point algorithms.
+ *
+ * Waiting spins for the engine's spin budget, yields the CPU for a while
+ * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
+ * word (shared between processes, so not FUTEX_PRIVATE): when members
+ * outnumber the CPUs, the one waited for needs this CPU, and a publisher
+ * wakes sleepers with FUTEX_WAKE rather than leave them to a tick.  Sleeps
+ * are short (SHM_NAP_NS) so the engine keeps making progress for point to
+ * point traffic; yields and sleeps let go of the library's lock
+ * (MPI_THREAD_MULTIPLE), so other threads' communicators move meanwhile;
+ * and every SHM_LIVENESS_NS a sleeper checks that its fellow members
+ * still exist: a dead member ends the wait with -EIO instead of a hang.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coll_shm.h"
+#include "engine.h"
+
+#define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
+#define SHM_YIELD_NS (200 * 1000)
+#define SHM_NAP_NS (2 * 1000 * 1000)
+#define SHM_LIVENESS_NS (100 * 1000 * 1000)
+#define SHM_NAME_LEN 128
+_Static_assert(SHM_LINE >= 2 * sizeof(uint32_t), "a counter and its sleepers per line");
+
+/* ---- layout ------------------------------------------------------------------ */
+
+/* One line per member: its phase counter (also the futex word its
+ * waiters sleep on) and how many may be asleep on it; then the areas
+ * (page aligned). */
+static size_t areas_offset(int n)
+{
+	size_t end = (size_t)n * SHM_LINE;
+
+	return (end + 4095) & ~(size_t)4095;
+}
+
+static size_t segment_len(int n, size_t slot)
+{
+	return areas_offset(n) + (size_t)SHM_NBUF * (size_t)n * slot;
+}
+
+static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
+{
+	return (_Atomic uint32_t *)(s->counters + (size_t)i * SHM_LINE);
+}
+
+static _Atomic uint32_t *sleepers(const struct vd_shm *s, int i)
+{
+	return counter(s, i) + 1;
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static bool shm_enabled(void)
+{
+	static int on = -1;
+	uint64_t v = 1;
+
+	if (on < 0) {
+		(void)viaduct_param_uint("VIADUCT_MPI_COLL_SHM", 1, &v);    /* checked at init */
+		on = v != 0;
+	}
+	return on;
+}
+
+static bool node_local(const struct vd_comm *c)
+{
+	int mine = vd_place_node(vd_mpi.rank);
+
+	for (int i = 0; i < c->size; i++)
+		if (vd_place_node(c->world[i]) != mine)
+			return false;
+	return true;
+}
+
+/* The job id with only characters safe in a file name. */
+static void safe_jobid(char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (const char *p = vd_mpi.jobid; *p && k + 1 < len; p++)
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_')
+			out[k++] = *p;
+	out[k] = '\0';
+}
+
+/* Job, node and context tell the segments of a job apart; the random
+ * part keeps a communicator split into several on one node (the same
+ * context) and a stale object of a crashed job from colliding. */
+static void make_name(const struct vd_comm *c, char *name)
+{
+	char job[40];
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^ (uintptr_t)&r;
+	safe_jobid(job, sizeof(job));
+	snprintf(name, SHM_NAME_LEN, "/vd-mpi-coll-%s-n%d-c%u-%016llx", job,
+		 vd_place_node(vd_mpi.rank), (unsigned)c->ctx, (unsigned long long)r);
+}
+
+/* How the members get hold of the segment: first a memfd the others open
+ * through the creator's /proc/PID/fd (nothing ever has a name); where
+ * that is not allowed, a POSIX shared memory object unlinked as soon as
+ * everyone has it. */
+enum shm_way { SHM_MEMFD, SHM_NAMED };
+
+/* What the creator tells the others. */
+struct shm_offer {
+	char name[SHM_NAME_LEN];        /* SHM_NAMED: the object, "": none */
+	int32_t pid, fd;                /* SHM_MEMFD: the creator's fd, -1: none */
+	uint32_t slot;
+};
+
+/* The slot size: larger when this node's ranks outnumber the CPUs they
+ * may use (a rank bound to one CPU was placed by a launcher that spread
+ * the ranks: then all online CPUs count). */
+static uint32_t choose_slot(void)
+{
+	cpu_set_t cpus;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1)
+		ncpu = CPU_COUNT(&cpus);
+	return ncpu > 0 && vd_place_local_ranks() > ncpu ? SHM_SLOT_CROWDED : SHM_SLOT;
+}
+
+/* The pages reserved, so a full tmpfs fails here and not with SIGBUS in
+ * a collective. */
+static int reserve(int fd, size_t len)
+{
+	if (fd >= 0 && posix_fallocate(fd, 0, (off_t)len) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int create_memfd(size_t len, struct shm_offer *o)
+{
+	o->pid = (int32_t)getpid();
+	o->fd = reserve(memfd_create("vd-mpi-coll", MFD_CLOEXEC), len);
+	return o->fd;
+}
+
+/* A new named object, or -1 and name "". */
+static int create_named(const struct vd_comm *c, size_t len, char *name)
+{
+	int fd;
+
+	make_name(c, name);
+	fd = reserve(shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), len);
+	if (fd < 0) {
+		shm_unlink(name);
+		name[0] = '\0';
+	}
+	return fd;
+}
+
+/* fd, if it is ours and of the right size; else -1. */
+static int checked(int fd, size_t len)
+{
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (size_t)st.st_size != len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int open_offered(const struct shm_offer *o, enum shm_way way, size_t len)
+{
+	char path[64];
+
+	if (way == SHM_NAMED)
+		return checked(o->name[0] ? shm_open(o->name, O_RDWR | O_CLOEXEC, 0) : -1, len);
+	if (o->fd < 0 || o->pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->pid, (int)o->fd);
+	return checked(open(path, O_RDWR | O_CLOEXEC), len);
+}
+
+/* The creator makes the segment and offers it; the others open it.  The
+ * segment's fd here, or -1. */
+static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer *o)
+{
+	int fd = -1;
+
+	if (c->rank == 0) {
+		o->slot = choose_slot();
+		fd = way == SHM_MEMFD ? create_memfd(segment_len(c->size, o->slot), o)
+				      : create_named(c, segment_len(c->size, o->slot), o->name);
+	}
+	if (vd_coll_bcast_tree(o, (int)sizeof(*o), MPI_BYTE, 0, c) ||
+	    (o->slot != SHM_SLOT && o->slot != SHM_SLOT_CROWDED)) {
+		if (fd >= 0)
+			close(fd);
+		o->slot = SHM_SLOT;
+		return -1;
+	}
+	o->name[SHM_NAME_LEN - 1] = '\0';
+	return c->rank == 0 ? fd : open_offered(o, way, segment_len(c->size, o->slot));
+}
+
+static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
+{
+	struct vd_shm *s = calloc(1, sizeof(*s) + (size_t)c->size * sizeof(pid_t));
+
+	if (!s)
+		return NULL;
+	s->pids = (pid_t *)(s + 1);
+	s->base = base;
+	s->len = segment_len(c->size, slot);
+	s->n = c->size;
+	s->me = c->rank;
+	s->counters = base;
+	s->areas = base + areas_offset(c->size);
+	s->slot = slot;
+	s->area_len = (size_t)c->size * slot;
+	return s;
+}
+
+static char *map_fd(int fd, size_t len)
+{
+	void *base = fd < 0 ? MAP_FAILED
+			    : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return base == MAP_FAILED ? NULL : base;
+}
+
+static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way)
+{
+	struct shm_offer o = { .name = "", .pid = 0, .fd = -1, .slot = 0 };
+	int pids[SHM_MAX_MEMBERS], fd = offer_and_open(c, way, &o), err;
+	size_t len = segment_len(c->size, o.slot);
+	char *base = map_fd(fd, len);
+	struct vd_shm *s = base ? shm_new(c, base, o.slot) : NULL;
+	struct vd_coll_side R = { .buf = pids, .count = 1, .dt = MPI_INT,
+				  .t = vd_dtype_get(MPI_INT) };
+	bool all = true;
+
+	pids[c->rank] = s ? (int)getpid() : 0;
+	err = vd_coll_allgather_flat(&R, c);
+	/* Every member that could open it has: the creator's memfd may go,
+	 * and the name. */
+	if (fd >= 0)
+		close(fd);
+	if (c->rank == 0 && o.name[0])
+		shm_unlink(o.name);
+	for (int i = 0; i < c->size; i++)
+		all = all && pids[i] > 0;
+	if (err || !all) {
+		free(s);
+		if (base)
+			munmap(base, len);
+		return NULL;
+	}
+	for (int i = 0; i < c->size; i++)
+		s->pids[i] = pids[i];
+	return s;
+}
+
+/* VIADUCT_DEBUG=1: the outcome, once per communicator. */
+static void say_shm(const struct vd_comm *c, const struct vd_shm *s)
+{
+	uint64_t dbg = 0;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
+		return;
+	if (s)
+		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
+			"collectives through a shared segment of %zu KiB\n", vd_mpi.rank,
+			c->size, s->len / 1024);
+	else
+		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
+			"no shared segment, collectives go point to point\n", vd_mpi.rank, c->size);
+}
+
+struct vd_shm *vd_shm_of(struct vd_comm *c)
+{
+	if (c->shm_done)
+		return c->shm;
+	c->shm_done = true;
+	if (!c->inter && shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
+		c->shm = shm_attach(c, SHM_MEMFD);
+		if (!c->shm)
+			c->shm = shm_attach(c, SHM_NAMED);
+		say_shm(c, c->shm);
+	}
+	return c->shm;
+}
+
+void vd_shm_free(struct vd_shm *s)
+{
+	if (!s)
+		return;
+	munmap(s->base, s->len);
+	free(s);
+}
+
+/* ---- waiting ------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Phase v at or after p (wrapping counters). */
+static bool reached(uint32_t v, uint32_t p)
+{
+	return (int32_t)(v - p) >= 0;
+}
+
+/* Acquire: pairs with the release store in vd_shm_publish, so the data
+ * written before that phase is visible to whoever sees it. */
+static bool member_reached(const struct vd_shm *s, int i, uint32_t p)
+{
+	return reached(atomic_load_explicit(counter(s, i), memory_order_acquire), p);
+}
+
+/* The first member (of `who`, or of all for -1) not yet at phase p, or
+ * -1 when none is left. */
+static int laggard(const struct vd_shm *s, int who, uint32_t p)
+{
+	if (who >= 0)
+		return member_reached(s, who, p) ? -1 : who;
+	for (int i = 0; i < s->n; i++)
+		if (!member_reached(s, i, p))
+			return i;
+	return -1;
+}
+
+static bool ready(const struct vd_shm *s, int who, uint32_t p)
+{
+	return laggard(s, who, p) < 0;
+}
+
+void vd_shm_publish(struct vd_shm *s, uint32_t p)
+{
+	_Atomic uint32_t *mine = counter(s, s->me);
+
+	/* Release: pairs with the acquire loads of member_reached. */
+	atomic_store_explicit(mine, p, memory_order_release);
+	/* Pairs with the fence in sleep_on: either that sleeper's check
+	 * sees p, or this load sees the sleeper counted. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(sleepers(s, s->me), memory_order_relaxed) != 0)
+		syscall(SYS_futex, (uint32_t *)mine, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep until member i publishes (or SHM_NAP_NS passes): counted among
+ * its sleepers, then its counter read once more, so a publish in between
+ * is never lost (FUTEX_WAIT returns at once when the counter moved). */
+static void sleep_on(struct vd_shm *s, int i, uint32_t p)
+{
+	struct timespec nap = { 0, SHM_NAP_NS };
+	uint32_t v;
+
+	atomic_fetch_add_explicit(sleepers(s, i), 1, memory_order_relaxed);
+	/* Pairs with the fence in vd_shm_publish. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* Acquire: pairs with the release store in vd_shm_publish. */
+	v = atomic_load_explicit(counter(s, i), memory_order_acquire);
+	if (!reached(v, p))
+		syscall(SYS_futex, (uint32_t *)counter(s, i), FUTEX_WAIT, v, &nap, NULL, 0);
+	atomic_fetch_sub_explicit(sleepers(s, i), 1, memory_order_relaxed);
+}
+
+/* A member whose process is gone (pids came over point to point, not
+ * from the segment). */
+static bool member_died(const struct vd_shm *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		if (i == s->me || kill(s->pids[i], 0) == 0 || errno != ESRCH)
+			continue;
+		fprintf(stderr, "viaduct MPI: rank %d: process %d of a node-local collective "
+			"died\n", vd_mpi.rank, (int)s->pids[i]);
+		return true;
+	}
+	return false;
+}
+
+int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
+{
+	uint64_t start, budget, checked;
+
+	if (ready(s, who, p))
+		return 0;
+	start = checked = now_ns();
+	budget = vd_spin_budget_ns();
+	for (unsigned i = 1; !ready(s, who, p); i++) {
+		if (!(i & 15) && now_ns() - start >= budget)
+			goto yield;
+		cpu_relax();
+	}
+	return 0;
+yield:
+	/* Hand the CPU to whoever can run -- likely the member waited for
+	 * -- for a while before sleeping: cheaper than a futex round trip
+	 * when the wait is short. */
+	while (now_ns() - start < budget + SHM_YIELD_NS) {
+		int held = vd_lock_release();
+
+		sched_yield();
+		vd_lock_reacquire(held);
+		if (ready(s, who, p))
+			return 0;
+	}
+	for (;;) {
+		uint64_t now;
+		int i, held;
+
+		vd_progress(false);
+		if ((i = laggard(s, who, p)) < 0)
+			return 0;
+		held = vd_lock_release();
+		sleep_on(s, i, p);
+		vd_lock_reacquire(held);
+		now = now_ns();
+		if (now - checked >= SHM_LIVENESS_NS) {
+			checked = now;
+			if (!ready(s, who, p) && member_died(s))
+				return -EIO;
+		}
+	}
+}
+
+char *vd_shm_area(const struct vd_shm *s, uint32_t p)
+{
+	return s->areas + (size_t)(p % SHM_NBUF) * s->area_len;
+}
+
+int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)
+{
+	*area = vd_shm_area(s, p);
+	return vd_shm_wait(s, -1, p - SHM_NBUF + 2);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: node-local collectives through one shared segment per
+ * communicator (coll_shm.c: the segment and waiting; coll_shm_ops.c: the
+ * collectives).  Only coll*.c include this.
+ *
+ * The segment holds one phase counter per member (the futex word its
+ * waiters sleep on) and SHM_NBUF data areas of one slot per member.  Every
+ * collective is a run of phases numbered alike on all members (each keeps
+ * its own count; the segment's copies are only compared against it).
+ * Phase p's data lives in area p % SHM_NBUF and is read at the latest
+ * between publishing phase p + 1 and phase p + 2, so a member about to
+ * write area q first waits until every member has published phase
+ * q - SHM_NBUF + 2 (vd_shm_claim).
+ *
+ * Everything in the segment is writable by the other members: it is
+ * treated as untrusted -- counters are only compared, never used as
+ * indices or sizes, and every wait is bounded by the members' liveness.
+ */
+#ifndef VIADUCT_MPI_COLL_SHM_H
+#define VIADUCT_MPI_COLL_SHM_H
+
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "typeop.h"
+
+#define SHM_NBUF 8                      /* data areas, used round robin (a
+                                         * power of two: phases wrap) */
+#define SHM_SLOT (32u * 1024)           /* bytes per member per area ... */
+#define SHM_SLOT_CROWDED (128u * 1024)  /* ... when the node's ranks
+                                         * outnumber its CPUs: fewer,
+                                         * larger steps, as each step may
+                                         * cost a context switch */
+#define SHM_LINE 64                     /* one cache line per counter */
+
+struct vd_shm {
+	char *base;                     /* the mapping */
+	size_t len;
+	int n, me;                      /* members, this one's index */
+	char *counters;                 /* member i's phase at i * SHM_LINE,
+	                                 * its sleepers right after */
+	char *areas;                    /* SHM_NBUF areas of n slots */
+	size_t slot;                    /* bytes per member per area */
+	size_t area_len;                /* n * slot */
+	uint32_t phase;                 /* the last phase this member began */
+	pid_t *pids;                    /* members' processes (from the
+	                                 * engine, not the segment) */
+};
+
+/* The segment of c (set up on the first call, a collective over c via
+ * point to point), or NULL: c is not node-local, has one member, the
+ * feature is off, or the segment could not be made.  The answer is the
+ * same on every member. */
+struct vd_shm *vd_shm_of(struct vd_comm *c);
+
+/* Start the next phase: its number. */
+static inline uint32_t vd_shm_next(struct vd_shm *s)
+{
+	return ++s->phase;
+}
+
+/* Say this member finished phase p (its writes before become visible to
+ * whoever sees p), waking sleepers. */
+void vd_shm_publish(struct vd_shm *s, uint32_t p);
+/* Wait until member `who` (-1: every member) has published phase p or a
+ * later one.  0, or -EIO when a member died. */
+int vd_shm_wait(struct vd_shm *s, int who, uint32_t p);
+/* The area of phase p. */
+char *vd_shm_area(const struct vd_shm *s, uint32_t p);
+/* The area of phase p, once nobody reads its previous use any more. */
+int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
+
+int vd_shm_barrier(struct vd_shm *s);
+int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root);
+/* Whether vd_shm_reduce takes this reduction (the same answer on every
+ * member: it depends on the op and type only). */
+bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);
+/* root -1: allreduce (out at every member). */
+int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
+		  MPI_Op op, int root);
+/* Allgather in place: member i's piece is count elements of t at
+ * buf + i * count extents; this member's is there already. */
+int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);
+
+#endif /* VIADUCT_MPI_COLL_SHM_H */

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: Barrier, Bcast, Reduce, Allreduce and Allgather through a
+ * node-local communicator's shared segment (coll_shm.h describes the
+ * phases).
+ *
+ *  - Barrier: one phase; every member publishes it and waits for all.
+ *  - Bcast: the root copies chunks into successive areas, each published
+ *    as a phase; the others copy each chunk out as soon as it is there,
+ *    so reading overlaps writing, and the root runs at most
+ *    SHM_NBUF - 2 chunks ahead of the slowest reader.
+ *  - Reduce / Allreduce (predefined ops, contiguous types): per chunk of
+ *    a slot's size every member copies its contribution into its slot,
+ *    then each member reduces its own slice of the chunk across all slots,
+ *    in place, and a second phase lets the result be copied out (by all,
+ *    or by the root).  Small chunks skip the second phase: whoever needs
+ *    the result reduces the whole chunk itself.  Slots are combined in
+ *    rank order, so every member's result is bitwise the same.
+ *  - Allgather: per chunk every member copies its piece's part into its
+ *    slot, then everyone copies all the others' parts out.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_shm.h"
+
+/* Bcast's pipeline unit. */
+#define SHM_BCAST_CHUNK (32u * 1024)
+/* Reduction chunks up to this size are reduced whole by each member that
+ * needs the result (one phase instead of two). */
+#define SHM_REDUCE_SMALL 4096u
+
+int vd_shm_barrier(struct vd_shm *s)
+{
+	uint32_t p = vd_shm_next(s);
+
+	vd_shm_publish(s, p);
+	return vd_shm_wait(s, -1, p);
+}
+
+/* ---- Bcast --------------------------------------------------------------------- */
+
+static int bcast_bytes(struct vd_shm *s, char *data, size_t bytes, int root)
+{
+	size_t chunk = s->area_len < SHM_BCAST_CHUNK ? s->area_len : SHM_BCAST_CHUNK;
+	int err = 0;
+
+	for (size_t off = 0; off < bytes && !err; off += chunk) {
+		size_t len = bytes - off < chunk ? bytes - off : chunk;
+		uint32_t p = vd_shm_next(s);
+		char *area = vd_shm_area(s, p);
+
+		if (s->me == root) {
+			err = vd_shm_claim(s, p, &area);
+			if (!err)
+				memcpy(area, data + off, len);
+		} else {
+			err = vd_shm_wait(s, root, p);
+			if (!err)
+				memcpy(data + off, area, len);
+		}
+		if (!err)
+			vd_shm_publish(s, p);
+	}
+	return err;
+}
+
+/* Members may describe the same bytes with different types: the segment
+ * carries the packed bytes. */
+int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root)
+{
+	size_t bytes = (size_t)count * (size_t)t->size;
+	char *data = buf;
+	int err;
+
+	if (bytes == 0)
+		return 0;
+	if (!t->contig) {
+		if (!(data = malloc(bytes)))
+			return -ENOMEM;
+		if (s->me == root)
+			vd_dtype_pack(t, buf, count, data);
+	}
+	err = bcast_bytes(s, data, bytes, root);
+	if (!t->contig) {
+		if (!err && s->me != root)
+			vd_dtype_unpack(t, data, bytes, buf);
+		free(data);
+	}
+	return err;
+}
+
+/* ---- Reduce / Allreduce ------------------------------------------------------------ */
+
+bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op)
+{
+	return t && t->contig && t->basic && t->size > 0 && (size_t)t->size <= SHM_SLOT &&
+	       vd_op_builtin(op);
+}
+
+static char *slot(const struct vd_shm *s, char *area, int i)
+{
+	return area + (size_t)i * s->slot;
+}
+
+struct shm_red {
+	MPI_Datatype dt;
+	MPI_Op op;
+	size_t esz;                     /* bytes per element */
+	int root;                       /* -1: allreduce */
+};
+
+/* out = slot 0 op slot 1 op ... op slot n-1 over elements [lo, hi) of
+ * the chunk, accumulated right to left (inout = in op inout); out may be
+ * the last slot's own elements. */
+static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *area,
+			 size_t lo, size_t hi, char *out)
+{
+	const char *last = slot(s, area, s->n - 1) + lo * r->esz;
+	int err = 0;
+
+	if (out != last)
+		memcpy(out, last, (hi - lo) * r->esz);
+	for (int j = s->n - 2; j >= 0 && !err && hi > lo; j--)
+		err = vd_op_apply(r->op, slot(s, area, j) + lo * r->esz, out, (int)(hi - lo), r->dt);
+	return err;
+}
+
+/* One chunk of m elements: in -> this member's slot, out <- the result
+ * (NULL where the result is not wanted). */
+static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *in,
+			char *out, size_t m)
+{
+	bool wants = r->root < 0 || s->me == r->root;
+	uint32_t p = vd_shm_next(s);
+	char *area;
+	int err = vd_shm_claim(s, p, &area);
+	size_t lo = m * (size_t)s->me / (size_t)s->n, hi = m * (size_t)(s->me + 1) / (size_t)s->n;
+
+	if (err)
+		return err;
+	memcpy(slot(s, area, s->me), in, m * r->esz);
+	vd_shm_publish(s, p);
+	if (m * r->esz <= SHM_REDUCE_SMALL) {
+		if (!wants)
+			return 0;
+		err = vd_shm_wait(s, -1, p);
+		return err ? err : combine_slots(s, r, area, 0, m, out);
+	}
+	err = vd_shm_wait(s, -1, p);
+	if (!err)
+		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz);
+	if (err)
+		return err;
+	p = vd_shm_next(s);
+	vd_shm_publish(s, p);
+	if (!wants)
+		return 0;
+	err = vd_shm_wait(s, -1, p);
+	if (!err)
+		memcpy(out, slot(s, area, s->n - 1), m * r->esz);
+	return err;
+}
+
+int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
+		  MPI_Op op, int root)
+{
+	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root };
+	size_t per = s->slot / r.esz, total = (size_t)count;
+	bool wants = root < 0 || s->me == root;
+	int err = 0;
+
+	for (size_t e0 = 0; e0 < total && !err; e0 += per) {
+		size_t m = total - e0 < per ? total - e0 : per;
+
+		err = reduce_chunk(s, &r, (const char *)in + e0 * r.esz,
+				   wants ? (char *)out + e0 * r.esz : NULL, m);
+	}
+	return err;
+}
+
+/* ---- Allgather ----------------------------------------------------------------------- */
+
+/* Where member i's packed piece goes: in buf itself for a contiguous
+ * type, else in the staging copy `all`. */
+static char *piece(char *buf, char *all, size_t pb, int i)
+{
+	return (all ? all : buf) + (size_t)i * pb;
+}
+
+/* Each member's piece is count elements of t at buf + i * count extents,
+ * this member's already in place.  Per chunk of a slot's size of the
+ * pieces: every member copies its part into its slot, then everyone
+ * copies everyone else's out. */
+int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
+{
+	size_t pb = (size_t)count * (size_t)t->size;
+	char *all = NULL;
+	int err = 0;
+
+	if (pb == 0)
+		return 0;
+	if (!t->contig) {       /* members may use different types: pack */
+		if (!(all = malloc((size_t)s->n * pb)))
+			return -ENOMEM;
+		vd_dtype_pack(t, (char *)buf + (MPI_Aint)s->me * count * t->extent, count,
+			      piece(buf, all, pb, s->me));
+	}
+	for (size_t off = 0; off < pb && !err; off += s->slot) {
+		size_t len = pb - off < s->slot ? pb - off : s->slot;
+		uint32_t p = vd_shm_next(s);
+		char *area;
+
+		if ((err = vd_shm_claim(s, p, &area)))
+			break;
+		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
+		vd_shm_publish(s, p);
+		err = vd_shm_wait(s, -1, p);
+		for (int i = 0; i < s->n && !err; i++)
+			if (i != s->me)
+				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
+	}
+	for (int i = 0; all && !err && i < s->n; i++)
+		if (i != s->me)
+			vd_dtype_unpack(t, piece(buf, all, pb, i), pb,
+					(char *)buf + (MPI_Aint)i * count * t->extent);
+	free(all);
+	return err;
+}
