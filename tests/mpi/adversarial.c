@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Adversarial checks across the MPI families: bad input where families
+ * meet must give the right error class under MPI_ERRORS_RETURN and leave
+ * the library working -- never a crash, a hang or a lost object.  Each
+ * section also checks the results of the correct calls around the bad
+ * ones.  Optional argument: the one section to run.
+ */
+#include "mpitest.h"
+
+#define EXPECT(cls, call)                                                     \
+	do {                                                                  \
+		int rc_ = (call), c_ = -1;                                    \
+		MPI_Error_class(rc_, &c_);                                    \
+		CHECK(rc_ != MPI_SUCCESS && c_ == (cls),                      \
+		      "%s: rc %d class %d, expected %s (%d)", #call, rc_, c_, \
+		      #cls, cls);                                             \
+	} while (0)
+
+static inline int left_of(int r) { return (r + mt_size - 1) % mt_size; }
+static inline int right_of(int r) { return (r + 1) % mt_size; }
+
+/* MPI_IN_PLACE is a marker, not memory: where the standard does not allow
+ * it, it is a wrong buffer (it was read or written as data). */
+static void test_in_place_refused(void)
+{
+	int x[4] = { 1, 2, 3, 4 }, y[4] = { 0 }, sum = -1;
+	int *counts = mt_malloc(sizeof(int) * (size_t)mt_size);
+	int *displs = mt_malloc(sizeof(int) * (size_t)mt_size);
+	MPI_Request q = MPI_REQUEST_NULL;
+
+	for (int i = 0; i < mt_size; i++) {
+		counts[i] = 1;
+		displs[i] = i;
+	}
+	EXPECT(MPI_ERR_BUFFER, MPI_Send(MPI_IN_PLACE, 1, MPI_INT, MPI_PROC_NULL, 0,
+					MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Recv(MPI_IN_PLACE, 1, MPI_INT, MPI_PROC_NULL, 0,
+					MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	EXPECT(MPI_ERR_BUFFER, MPI_Isend(MPI_IN_PLACE, 1, MPI_INT, right_of(mt_rank), 0,
+					 MPI_COMM_WORLD, &q));
+	EXPECT(MPI_ERR_BUFFER, MPI_Send_init(MPI_IN_PLACE, 1, MPI_INT, MPI_PROC_NULL, 0,
+					     MPI_COMM_WORLD, &q));
+	CHECK(q == MPI_REQUEST_NULL, "a refused call made a request");
+	EXPECT(MPI_ERR_BUFFER, MPI_Pack(MPI_IN_PLACE, 1, MPI_INT, y, (int)sizeof(y),
+					&(int){ 0 }, MPI_COMM_WORLD));
+	/* Every rank refuses these (each rank's own buffer is wrong), so no
+	 * rank is left waiting in the collective. */
+	EXPECT(MPI_ERR_BUFFER, MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Ibcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD, &q));
+	EXPECT(MPI_ERR_BUFFER, MPI_Allreduce(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM,
+					     MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Iallreduce(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM,
+					      MPI_COMM_WORLD, &q));
+	EXPECT(MPI_ERR_BUFFER, MPI_Allreduce(MPI_IN_PLACE, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM,
+					     MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Scan(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Iscan(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+					 &q));
+	EXPECT(MPI_ERR_BUFFER, MPI_Reduce_scatter_block(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM,
+							MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Alltoall(MPI_IN_PLACE, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT,
+					    MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Allgatherv(x, 1, MPI_INT, MPI_IN_PLACE, counts, displs,
+					      MPI_INT, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_BUFFER, MPI_Iallgatherv(x, 1, MPI_INT, MPI_IN_PLACE, counts, displs,
+					       MPI_INT, MPI_COMM_WORLD, &q));
+	CHECK(q == MPI_REQUEST_NULL, "a refused collective made a request");
+	/* The library still works, in place where that is allowed. */
+	sum = mt_rank;
+	MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	CHECK(sum == mt_size * (mt_size - 1) / 2, "allreduce in place: %d", sum);
+	free(counts);
+	free(displs);
+}
+
+struct section {
+	const char *name;
+	void (*run)(void);
+};
+
+static const struct section sections[] = {
+	{ "in_place_refused", test_in_place_refused },
+};
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+
+	mt_init(&argc, &argv, 60);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (only && strcmp(only, sections[i].name))
+			continue;
+		mt_phase = sections[i].name;
+		sections[i].run();
+		MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+	}
+	return mt_finish("adversarial");
+}
