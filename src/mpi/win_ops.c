@@ -338,6 +338,8 @@ static int put_get(const void *obuf, int ocount, MPI_Datatype odt, int target,
 		return err;
 	if (req)
 		*req = MPI_REQUEST_NULL;
+	if (a.ot && !vd_dtype_buf_ok(a.ot, obuf, ocount))
+		return vd_win_raise(w, MPI_ERR_BUFFER, fn);
 	return vd_rma_start(w, &a, put ? put_start : get_start, fn);
 }
 

@@ -74,6 +74,64 @@ static void test_in_place_refused(void)
 	free(displs);
 }
 
+/* One-sided operations on a window of a split communicator: bad origin,
+ * result and compare buffers are refused (they were read or written as
+ * memory), then a put and a get with derived datatypes on both sides
+ * still move the right elements. */
+static void test_rma_buffers(void)
+{
+	int win_buf[8], got[8], one = 1, res = 0, cmp = 0;
+	MPI_Comm half;
+	MPI_Win w;
+	MPI_Datatype every_other;
+	int hr, hs;
+
+	MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_size - mt_rank, &half));
+	MPI_Comm_rank(half, &hr);
+	MPI_Comm_size(half, &hs);
+	for (int i = 0; i < 8; i++)
+		win_buf[i] = -1;
+	MPI_OK(MPI_Win_create(win_buf, sizeof(win_buf), sizeof(int), MPI_INFO_NULL, half, &w));
+	MPI_OK(MPI_Comm_free(&half));   /* the window keeps its own */
+	MPI_OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+	MPI_OK(MPI_Type_vector(4, 1, 2, MPI_INT, &every_other));
+	MPI_OK(MPI_Type_commit(&every_other));
+	MPI_OK(MPI_Win_lock_all(0, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Put(MPI_IN_PLACE, 1, MPI_INT, 0, 0, 1, MPI_INT, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Put(NULL, 1, MPI_INT, 0, 0, 1, MPI_INT, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Get(MPI_IN_PLACE, 1, MPI_INT, 0, 0, 1, MPI_INT, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Accumulate(MPI_IN_PLACE, 1, MPI_INT, 0, 0, 1, MPI_INT,
+					      MPI_SUM, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Get_accumulate(&one, 1, MPI_INT, NULL, 1, MPI_INT, 0, 0, 1,
+						  MPI_INT, MPI_SUM, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Fetch_and_op(&one, MPI_IN_PLACE, MPI_INT, 0, 0, MPI_SUM, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Compare_and_swap(&one, MPI_IN_PLACE, &res, MPI_INT, 0, 0, w));
+	EXPECT(MPI_ERR_BUFFER, MPI_Compare_and_swap(&one, &cmp, NULL, MPI_INT, 0, 0, w));
+	/* MPI_NO_OP ignores the origin: no buffer needed. */
+	MPI_OK(MPI_Fetch_and_op(NULL, &res, MPI_INT, hr, 7, MPI_NO_OP, w));
+	MPI_OK(MPI_Win_unlock_all(w));
+	CHECK(res == -1, "fetch of an untouched element: %d", res);
+
+	/* Every rank puts its 4 values into the even slots of its right
+	 * neighbour (in the half), then reads the odd ones back whole. */
+	int mine[8], right = (hr + 1) % hs;
+	for (int i = 0; i < 8; i++)
+		mine[i] = i % 2 ? 100 * mt_rank + i : -7;
+	MPI_OK(MPI_Win_fence(0, w));
+	MPI_OK(MPI_Put(mine + 1, 1, every_other, right, 0, 1, every_other, w));
+	MPI_OK(MPI_Win_fence(0, w));
+	for (int i = 0; i < 8; i++)
+		got[i] = -9;
+	MPI_OK(MPI_Get(got, 4, MPI_INT, right, 0, 1, every_other, w));
+	MPI_OK(MPI_Win_fence(0, w));
+	for (int i = 0; i < 4; i++)
+		CHECK(got[i] == 100 * mt_rank + 2 * i + 1, "got[%d] = %d", i, got[i]);
+	for (int i = 1; i < 8; i += 2)
+		CHECK(win_buf[i] == -1, "odd slot %d written: %d", i, win_buf[i]);
+	MPI_OK(MPI_Type_free(&every_other));
+	MPI_OK(MPI_Win_free(&w));
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -81,6 +139,7 @@ struct section {
 
 static const struct section sections[] = {
 	{ "in_place_refused", test_in_place_refused },
+	{ "rma_buffers", test_rma_buffers },
 };
 
 int main(int argc, char **argv)
