@@ -448,13 +448,17 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
 			 int source, int rtag, MPI_Comm comm, MPI_Status *st)
 {
 	struct vd_dtype *t = vd_dtype_comm(dt);
+	struct vd_comm *c = vd_comm_get(comm);
 	void *copy;
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Sendrecv_replace");
-	if (!t || count < 0)
-		return vd_mpi_raise(comm, !t ? MPI_ERR_TYPE : MPI_ERR_COUNT,
-				    "MPI_Sendrecv_replace");
+	/* buf is packed before Sendrecv could check it. */
+	e = vd_p2p_check_send(c, buf, count, dt, dest, stag);
+	if (!e)
+		e = vd_p2p_check_source(c, source, rtag);
+	if (e)
+		return vd_mpi_raise(comm, e, "MPI_Sendrecv_replace");
 	copy = malloc((size_t)count * (size_t)t->size + 1);
 	if (!copy)
 		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");

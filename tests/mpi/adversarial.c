@@ -132,6 +132,37 @@ static void test_rma_buffers(void)
 	MPI_OK(MPI_Win_free(&w));
 }
 
+/* Sendrecv_replace packs its buffer before it sends: every argument is
+ * checked first (a NULL or MPI_IN_PLACE buffer was packed from, a bad
+ * communicator cost a pack first). */
+static void test_sendrecv_replace_args(void)
+{
+	int v[3] = { mt_rank, mt_rank + 1, mt_rank + 2 };
+	int l = left_of(mt_rank), r = right_of(mt_rank);
+	MPI_Status st;
+
+	EXPECT(MPI_ERR_BUFFER, MPI_Sendrecv_replace(NULL, 3, MPI_INT, r, 0, l, 0,
+						    MPI_COMM_WORLD, &st));
+	EXPECT(MPI_ERR_BUFFER, MPI_Sendrecv_replace(MPI_IN_PLACE, 3, MPI_INT, r, 0, l, 0,
+						    MPI_COMM_WORLD, &st));
+	EXPECT(MPI_ERR_COMM, MPI_Sendrecv_replace(v, 3, MPI_INT, r, 0, l, 0, MPI_COMM_NULL,
+						  &st));
+	EXPECT(MPI_ERR_RANK, MPI_Sendrecv_replace(v, 3, MPI_INT, mt_size, 0, l, 0,
+						  MPI_COMM_WORLD, &st));
+	EXPECT(MPI_ERR_TAG, MPI_Sendrecv_replace(v, 3, MPI_INT, r, 0, l, -2, MPI_COMM_WORLD,
+						 &st));
+	EXPECT(MPI_ERR_COUNT, MPI_Sendrecv_replace(v, -3, MPI_INT, r, 0, l, 0,
+						   MPI_COMM_WORLD, &st));
+	MPI_OK(MPI_Sendrecv_replace(v, 3, MPI_INT, r, 4, l, 4, MPI_COMM_WORLD, &st));
+	for (int i = 0; i < 3; i++)
+		CHECK(v[i] == l + i, "v[%d] = %d from %d", i, v[i], l);
+	CHECK(st.MPI_SOURCE == l && mt_get_count(&st, MPI_INT) == 3, "status %d %d",
+	      st.MPI_SOURCE, mt_get_count(&st, MPI_INT));
+	MPI_OK(MPI_Sendrecv_replace(NULL, 0, MPI_INT, MPI_PROC_NULL, 0, MPI_PROC_NULL, 0,
+				    MPI_COMM_WORLD, &st));
+	CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "PROC_NULL source %d", st.MPI_SOURCE);
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -140,6 +171,7 @@ struct section {
 static const struct section sections[] = {
 	{ "in_place_refused", test_in_place_refused },
 	{ "rma_buffers", test_rma_buffers },
+	{ "sendrecv_replace_args", test_sendrecv_replace_args },
 };
 
 int main(int argc, char **argv)
