@@ -184,8 +184,9 @@ static void dt_destroy(struct dt_obj *o)
 
 void vd_dtype_finalize(void)
 {
-	/* Dropping every handle frees every object no request holds (the
-	 * ones only recipes hold follow); vd_req_finalize drops the rest. */
+	/* vd_req_finalize dropped the requests' references first: dropping
+	 * every handle frees every object (the ones only recipes hold
+	 * follow). */
 	for (int i = 0; i < users_cap; i++)
 		if (users[i]) {
 			struct dt_obj *o = users[i];

@@ -73,6 +73,9 @@ void vd_req_release(struct vd_req *r)
 		vd_dtype_release(r->t);
 	if (r->kind == VD_REQ_GREQ)
 		vd_greq_release(r);
+	if (r->kind == VD_REQ_PERSIST && r->pcomm)
+		vd_comm_release(r->pcomm);
+	r->pcomm = NULL;
 	r->t = NULL;
 	r->kind = VD_REQ_FREE;
 	freelist[nfree++] = r->id - 1;

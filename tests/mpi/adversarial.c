@@ -163,6 +163,64 @@ static void test_sendrecv_replace_args(void)
 	CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "PROC_NULL source %d", st.MPI_SOURCE);
 }
 
+/* Persistent requests outlive their communicator's handle: after
+ * MPI_Comm_free they still run on that communicator -- not on a newer one
+ * that got the same handle -- with a struct-of-subarray datatype the
+ * program freed too. */
+static void test_persistent_freed_comm(void)
+{
+	int sizes[1] = { 10 }, sub[1] = { 4 }, start[1] = { 3 };
+	int sbuf[10], rbuf[10], other = -1, flag = 0;
+	int bl[2] = { 1, 1 };
+	MPI_Aint disp[2] = { 0, 0 };
+	MPI_Datatype piece, two[2], both;
+	MPI_Comm dup, newer;
+	MPI_Request pr[2], oq;
+	MPI_Status st;
+	int l = left_of(mt_rank), r = right_of(mt_rank);
+
+	MPI_OK(MPI_Type_create_subarray(1, sizes, sub, start, MPI_ORDER_C, MPI_INT, &piece));
+	two[0] = piece;
+	two[1] = MPI_INT;               /* and the element right after it */
+	disp[1] = (MPI_Aint)sizeof(int) * 7;
+	MPI_OK(MPI_Type_create_struct(2, bl, disp, two, &both));
+	MPI_OK(MPI_Type_commit(&both));
+	MPI_OK(MPI_Type_free(&piece));
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+	MPI_OK(MPI_Send_init(sbuf, 1, both, r, 21, dup, &pr[0]));
+	MPI_OK(MPI_Recv_init(rbuf, 1, both, l, 21, dup, &pr[1]));
+	MPI_OK(MPI_Type_free(&both));
+	MPI_OK(MPI_Comm_free(&dup));
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &newer));   /* may reuse the handle */
+	MPI_OK(MPI_Irecv(&other, 1, MPI_INT, l, 21, newer, &oq));
+	for (int it = 0; it < 3; it++) {
+		for (int i = 0; i < 10; i++) {
+			sbuf[i] = 1000 * mt_rank + 10 * it + i;
+			rbuf[i] = -1;
+		}
+		MPI_OK(MPI_Startall(2, pr));
+		MPI_OK(MPI_Wait(&pr[0], MPI_STATUS_IGNORE));
+		MPI_OK(MPI_Wait(&pr[1], &st));
+		for (int i = 0; i < 10; i++) {
+			int want = i >= 3 && i <= 7 ? 1000 * l + 10 * it + i : -1;
+			CHECK(rbuf[i] == want, "iteration %d: rbuf[%d] = %d, want %d", it, i,
+			      rbuf[i], want);
+		}
+		CHECK(mt_get_count(&st, MPI_INT) == 5, "count %d", mt_get_count(&st, MPI_INT));
+	}
+	/* Nobody sends on the newer one before everyone has looked. */
+	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+	MPI_OK(MPI_Test(&oq, &flag, MPI_STATUS_IGNORE));
+	CHECK(!flag, "a receive on the newer communicator got the freed one's message");
+	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+	MPI_OK(MPI_Send(&mt_rank, 1, MPI_INT, r, 21, newer));
+	MPI_OK(MPI_Wait(&oq, MPI_STATUS_IGNORE));
+	CHECK(other == l, "newer communicator's message: %d", other);
+	MPI_OK(MPI_Request_free(&pr[0]));
+	MPI_OK(MPI_Request_free(&pr[1]));
+	MPI_OK(MPI_Comm_free(&newer));
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -172,13 +230,14 @@ static const struct section sections[] = {
 	{ "in_place_refused", test_in_place_refused },
 	{ "rma_buffers", test_rma_buffers },
 	{ "sendrecv_replace_args", test_sendrecv_replace_args },
+	{ "persistent_freed_comm", test_persistent_freed_comm },
 };
 
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
 
-	mt_init(&argc, &argv, 60);
+	mt_init(&argc, &argv, 30);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
 		if (only && strcmp(only, sections[i].name))

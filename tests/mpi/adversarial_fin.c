@@ -2,7 +2,8 @@
 /*
  * MPI_Finalize with requests left behind: an inactive persistent
  * request, started ones nobody matches, a pending synchronous send and a
- * pending receive, all on derived datatypes the program already freed.
+ * pending receive, all on derived datatypes the program already freed,
+ * and a persistent request on a communicator already freed.
  * Finalize must return (no hang, no crash) and, under LeakSanitizer,
  * free what those requests held.
  */
@@ -11,8 +12,9 @@
 int main(int argc, char **argv)
 {
 	static int buf[16], rbuf[16], pbuf[16];
-	MPI_Request idle, started, ssend, recv;
+	MPI_Request idle, started, ssend, recv, orphan;
 	MPI_Datatype strided;
+	MPI_Comm dup;
 	int right, left;
 
 	mt_init(&argc, &argv, 30);
@@ -25,6 +27,9 @@ int main(int argc, char **argv)
 	MPI_OK(MPI_Start(&started));
 	MPI_OK(MPI_Issend(buf, 1, strided, right, 13, MPI_COMM_WORLD, &ssend));
 	MPI_OK(MPI_Irecv(rbuf, 1, strided, left, 14, MPI_COMM_WORLD, &recv));
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+	MPI_OK(MPI_Recv_init(rbuf, 1, strided, left, 15, dup, &orphan));
+	MPI_OK(MPI_Comm_free(&dup));
 	MPI_OK(MPI_Type_free(&strided));
 	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 	MPI_OK(MPI_Finalize());
