@@ -38,6 +38,9 @@ WIDE_TYPES = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Offset": "MPI_OFFSET_KIND",
 # Arguments that are LOGICAL in Fortran (C int, 0 or 1).
 LOGICAL_NAMES = {"flag", "periods", "reorder", "remain_dims", "commute", "high",
                  "complete", "weighted"}
+# Attribute values: C passes a pointer (void *, or void ** to get one);
+# Fortran an INTEGER(KIND=MPI_ADDRESS_KIND) holding the value itself.
+ATTR_FUNCS = re.compile(r"^MPI_(Comm|Type|Win)_(get|set)_attr$")
 # C-only functions (the standard gives them no Fortran binding).
 C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol)$")
 # Struct members of MPI_Status, as 1-based indices of a Fortran status.
@@ -219,6 +222,8 @@ def fortran_dummy(arg):
                 else "INTEGER :: %s(MPI_STATUS_SIZE)" % n]
     if k == "userfn":
         return ["EXTERNAL :: %s" % n]
+    if k in ("attr_in", "attr_out"):
+        return ["INTEGER(KIND=MPI_ADDRESS_KIND) :: %s" % n]
     if k in ("wide_val", "wide_ref"):
         t = "INTEGER(KIND=%s)" % WIDE_TYPES[arg.base]
     elif n in LOGICAL_NAMES:
@@ -299,6 +304,8 @@ def c_params(args):
             ps.append("MPI_User_function *%s" % a.name)
         elif a.kind in ("wide_val", "wide_ref"):
             ps.append("%s *%s" % (a.base, a.name))
+        elif a.kind in ("attr_in", "attr_out"):
+            ps.append("MPI_Aint *%s" % a.name)
         else:
             ps.append("MPI_Fint *%s" % a.name)
     return ps, lens
@@ -308,6 +315,10 @@ def c_call_arg(a, ctype_of):
     k, n = a.kind, a.name
     if k == "choice":
         return "vd_fbuf(%s)" % n
+    if k == "attr_in":
+        return "(void *)(intptr_t)*%s" % n
+    if k == "attr_out":
+        return "&c_%s" % n
     if k == "string_in":
         return "c_%s" % n
     if k == "string_out":
@@ -344,6 +355,14 @@ def c_wrapper(ret, name, args):
             pre.append("\tchar *c_%s = vd_fstr_buf(%s_len);" % (a.name, a.name))
             post.insert(0, "\tvd_fstr_out(%s, %s_len, c_%s);" % (a.name, a.name, a.name))
             post.append("\tfree(c_%s);" % a.name)
+        elif a.kind == "attr_out":
+            # The predefined attributes point to their values: Fortran
+            # gets the value (vd_fattr_value).
+            obj = name.split("_")[1].lower()
+            keyval = [b.name for b in fargs if b.name.endswith("keyval")][0]
+            pre.append("\tvoid *c_%s = NULL;" % a.name)
+            post.insert(0, "\tif (rc == MPI_SUCCESS && *flag)\n\t\t*%s = vd_fattr_value_%s((int)*%s, c_%s);"
+                        % (a.name, obj, keyval, a.name))
     strs = [a.name for a in fargs if a.kind in ("string_in", "string_out")]
     call_args = []
     if name in ("MPI_Init", "MPI_Init_thread"):
@@ -404,6 +423,10 @@ def main():
     for ret, name, args in parse_functions(text):
         if C_ONLY.match(name):
             continue
+        if args is not None and ATTR_FUNCS.match(name):
+            for a in args:
+                if a.name == "attribute_val":
+                    a.kind = "attr_out" if "_get_" in name else "attr_in"
         if args is None or any(a.kind is None for a in fortran_args(args)):
             skipped.append(name)
             continue
