@@ -114,6 +114,8 @@ struct vd_req {
 	struct vd_greq *greq;           /* generalized: the user's callbacks */
 	struct vd_nbc *nbc;             /* VD_REQ_COLL: its schedule, until done */
 	struct vd_rma_op *rma;          /* VD_REQ_RMA: the one-sided operation */
+	MPI_Win win;                    /* VD_REQ_RMA: its window, whose error
+	                                 * handler judges its errors */
 };
 
 /* An arrived message nobody asked for yet. */

@@ -43,6 +43,7 @@ struct vd_req *vd_rma_op_new(struct vd_win *w, int target, bool user)
 	op->user = user;
 	op->parts = 1;                  /* held while the pieces are issued */
 	r->rma = op;
+	r->win = w->handle;
 	r->freed = !user;               /* internal: gone when it completes */
 	w->pending[target]++;
 	w->pending_all++;

@@ -221,6 +221,57 @@ static void test_persistent_freed_comm(void)
 	MPI_OK(MPI_Comm_free(&newer));
 }
 
+/* A request's error goes to its own communicator's or window's error
+ * handler: here those return errors while MPI_COMM_WORLD's would end the
+ * job (Testsome/Waitsome raised on MPI_COMM_WORLD, a one-sided request's
+ * wait on the communicator of nobody). */
+static void test_errors_on_request_owner(void)
+{
+	int small = -1, big[4] = { 1, 2, 3, 4 }, out = 0, idx[1];
+	MPI_Comm mine;
+	MPI_Request q;
+	MPI_Status st[1];
+	MPI_Win w;
+	int r = right_of(mt_rank);
+
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &mine));
+	MPI_OK(MPI_Comm_set_errhandler(mine, MPI_ERRORS_RETURN));
+
+	MPI_OK(MPI_Irecv(&small, 1, MPI_INT, mt_rank, 3, mine, &q));
+	MPI_OK(MPI_Send(big, 4, MPI_INT, mt_rank, 3, mine));
+	int rc;
+	do
+		rc = MPI_Testsome(1, &q, &out, idx, st);
+	while (rc == MPI_SUCCESS && out == 0);
+	EXPECT(MPI_ERR_IN_STATUS, rc);
+	CHECK(out == 1 && st[0].MPI_ERROR == MPI_ERR_TRUNCATE, "testsome: %d, status error %d",
+	      out, st[0].MPI_ERROR);
+
+	MPI_OK(MPI_Irecv(&small, 1, MPI_INT, mt_rank, 4, mine, &q));
+	MPI_OK(MPI_Send(big, 2, MPI_INT, mt_rank, 4, mine));
+	EXPECT(MPI_ERR_IN_STATUS, MPI_Waitsome(1, &q, &out, idx, st));
+	CHECK(out == 1 && st[0].MPI_ERROR == MPI_ERR_TRUNCATE, "waitsome: %d, status error %d",
+	      out, st[0].MPI_ERROR);
+	CHECK(small == 1, "truncated receive kept %d", small);
+
+	/* Nothing is attached at the target: the target refuses, the wait
+	 * reports it through the window. */
+	MPI_OK(MPI_Win_create_dynamic(MPI_INFO_NULL, mine, &w));
+	MPI_OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+	MPI_OK(MPI_Win_lock_all(0, w));
+	MPI_OK(MPI_Rput(big, 1, MPI_INT, r, 4096, 1, MPI_INT, w, &q));
+	EXPECT(MPI_ERR_RMA_RANGE, MPI_Wait(&q, MPI_STATUS_IGNORE));
+	MPI_OK(MPI_Rget(&small, 1, MPI_INT, r, 4096, 1, MPI_INT, w, &q));
+	int index = -1;
+	EXPECT(MPI_ERR_RMA_RANGE, MPI_Waitany(1, &q, &index, MPI_STATUS_IGNORE));
+	MPI_OK(MPI_Win_unlock_all(w));
+	MPI_OK(MPI_Win_free(&w));
+
+	MPI_OK(MPI_Comm_free(&mine));
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -231,6 +282,7 @@ static const struct section sections[] = {
 	{ "rma_buffers", test_rma_buffers },
 	{ "sendrecv_replace_args", test_sendrecv_replace_args },
 	{ "persistent_freed_comm", test_persistent_freed_comm },
+	{ "errors_on_request_owner", test_errors_on_request_owner },
 };
 
 int main(int argc, char **argv)
