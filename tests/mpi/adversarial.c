@@ -8,6 +8,10 @@
  */
 #include "mpitest.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #define EXPECT(cls, call)                                                     \
 	do {                                                                  \
 		int rc_ = (call), c_ = -1;                                    \
@@ -272,6 +276,57 @@ static void test_errors_on_request_owner(void)
 	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 }
 
+/* Bytes the heap holds now, or 0 where that cannot be told. */
+static size_t heap_in_use(void)
+{
+#ifdef __GLIBC__
+	return mallinfo2().uordblks;
+#else
+	return 0;
+#endif
+}
+
+/* Windows created and freed over and over: each freed one's memory goes
+ * (the handle table grew by a slot per window ever made), a freed
+ * window's handle stays invalid although a newer window took its place,
+ * and the newer one works. */
+static void test_window_churn(void)
+{
+	enum { ROUNDS = 1000 };
+	int buf[2] = { 0, 0 }, one = 1;
+	MPI_Win w, stale;
+	size_t before, after;
+
+	for (int i = 0; i < 50; i++) {          /* let every table reach its size */
+		MPI_OK(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL,
+				      MPI_COMM_WORLD, &w));
+		MPI_OK(MPI_Win_free(&w));
+	}
+	before = heap_in_use();
+	for (int i = 0; i < ROUNDS; i++) {
+		MPI_OK(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL,
+				      MPI_COMM_WORLD, &w));
+		MPI_OK(MPI_Win_free(&w));
+	}
+	after = heap_in_use();
+	CHECK(after < before + ROUNDS * 2, "%zu bytes more after %d windows", after - before,
+	      ROUNDS);
+
+	MPI_OK(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+			      &stale));
+	MPI_Win old = stale;
+	MPI_OK(MPI_Win_free(&stale));
+	MPI_OK(MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w));
+	MPI_OK(MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN));
+	EXPECT(MPI_ERR_WIN, MPI_Win_fence(0, old));
+	EXPECT(MPI_ERR_WIN, MPI_Put(&one, 1, MPI_INT, 0, 0, 1, MPI_INT, old));
+	MPI_OK(MPI_Win_fence(0, w));
+	MPI_OK(MPI_Accumulate(&one, 1, MPI_INT, right_of(mt_rank), 1, 1, MPI_INT, MPI_SUM, w));
+	MPI_OK(MPI_Win_fence(0, w));
+	CHECK(buf[0] == 0 && buf[1] == 1, "window after churn: %d %d", buf[0], buf[1]);
+	MPI_OK(MPI_Win_free(&w));
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -283,6 +338,7 @@ static const struct section sections[] = {
 	{ "sendrecv_replace_args", test_sendrecv_replace_args },
 	{ "persistent_freed_comm", test_persistent_freed_comm },
 	{ "errors_on_request_owner", test_errors_on_request_owner },
+	{ "window_churn", test_window_churn },
 };
 
 int main(int argc, char **argv)
