@@ -327,6 +327,61 @@ static void test_window_churn(void)
 	MPI_OK(MPI_Win_free(&w));
 }
 
+/* Datatype attributes meet MPI_Type_dup: the copy callbacks run (the
+ * duplicate had no attributes at all), a callback may call MPI, and a
+ * failing one fails the duplicate. */
+static int copy_plus_size(MPI_Datatype old, int keyval, void *extra, void *in, void *out,
+			  int *flag)
+{
+	int size = 0;
+
+	(void)keyval, (void)extra;
+	MPI_Type_size(old, &size);
+	*(void **)out = (char *)in + size;
+	*flag = 1;
+	return MPI_SUCCESS;
+}
+
+static int copy_refuse(MPI_Datatype old, int keyval, void *extra, void *in, void *out,
+		       int *flag)
+{
+	(void)old, (void)keyval, (void)extra, (void)in, (void)out, (void)flag;
+	return MPI_ERR_OTHER;
+}
+
+static void test_type_dup_attributes(void)
+{
+	int kv_dup, kv_plus, kv_refuse, flag = 0;
+	MPI_Datatype pair, twin = MPI_DATATYPE_NULL, failed = 12345;
+	void *v = NULL;
+
+	MPI_OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &kv_dup, NULL));
+	MPI_OK(MPI_Type_create_keyval(copy_plus_size, MPI_TYPE_NULL_DELETE_FN, &kv_plus, NULL));
+	MPI_OK(MPI_Type_create_keyval(copy_refuse, MPI_TYPE_NULL_DELETE_FN, &kv_refuse, NULL));
+	MPI_OK(MPI_Type_contiguous(2, MPI_INT, &pair));
+	MPI_OK(MPI_Type_set_attr(pair, kv_dup, (void *)(size_t)11));
+	MPI_OK(MPI_Type_set_attr(pair, kv_plus, (void *)(size_t)100));
+	MPI_OK(MPI_Type_dup(pair, &twin));
+	MPI_OK(MPI_Type_get_attr(twin, kv_dup, &v, &flag));
+	CHECK(flag && v == (void *)(size_t)11, "MPI_TYPE_DUP_FN: flag %d value %p", flag, v);
+	flag = 0;
+	MPI_OK(MPI_Type_get_attr(twin, kv_plus, &v, &flag));
+	CHECK(flag && v == (void *)(size_t)(100 + 2 * sizeof(int)), "copy callback: flag %d %p",
+	      flag, v);
+	MPI_OK(MPI_Type_free(&twin));
+
+	MPI_OK(MPI_Type_set_attr(pair, kv_refuse, (void *)(size_t)1));
+	EXPECT(MPI_ERR_OTHER, MPI_Type_dup(pair, &failed));
+	CHECK(failed == MPI_DATATYPE_NULL, "a failed duplicate is %d", (int)failed);
+	MPI_OK(MPI_Type_delete_attr(pair, kv_refuse));
+	MPI_OK(MPI_Type_dup(pair, &twin));
+	MPI_OK(MPI_Type_free(&twin));
+	MPI_OK(MPI_Type_free(&pair));
+	MPI_OK(MPI_Type_free_keyval(&kv_dup));
+	MPI_OK(MPI_Type_free_keyval(&kv_plus));
+	MPI_OK(MPI_Type_free_keyval(&kv_refuse));
+}
+
 struct section {
 	const char *name;
 	void (*run)(void);
@@ -339,6 +394,7 @@ static const struct section sections[] = {
 	{ "persistent_freed_comm", test_persistent_freed_comm },
 	{ "errors_on_request_owner", test_errors_on_request_owner },
 	{ "window_churn", test_window_churn },
+	{ "type_dup_attributes", test_type_dup_attributes },
 };
 
 int main(int argc, char **argv)
