@@ -24,6 +24,16 @@ static inline void *vd_fbuf(void *p)
 	return p;
 }
 
+/* A weights array of the distributed graph functions. */
+static inline int *vd_fweights(MPI_Fint *p)
+{
+	if (p == vd_mpi_funweighted_)
+		return MPI_UNWEIGHTED;
+	if (p == vd_mpi_fweights_empty_)
+		return MPI_WEIGHTS_EMPTY;
+	return (int *)p;
+}
+
 /* MPI_Status is MPI_STATUS_SIZE ints in both languages. */
 static inline MPI_Status *vd_fstatus(MPI_Fint *p)
 {

@@ -16,8 +16,9 @@ Handles are C ints and a Fortran default INTEGER is 4 bytes, so handles,
 logicals (gfortran: .TRUE. is 1) and MPI_Status (5 ints) pass unchanged;
 the wrappers convert by-reference scalars to values, Fortran strings
 (hidden lengths, blank padding) to C strings and back, and the Fortran
-sentinels MPI_BOTTOM, MPI_IN_PLACE and MPI_STATUS(ES)_IGNORE (common
-blocks, one address per program) to the C ones.
+sentinels MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS(ES)_IGNORE, MPI_UNWEIGHTED
+and MPI_WEIGHTS_EMPTY (common blocks, one address per program) to the C
+ones.
 
 A function whose arguments this generator cannot map (a C callback other
 than MPI_User_function, which has the Fortran calling convention already)
@@ -52,6 +53,8 @@ KINDS = [("MPI_ADDRESS_KIND", 8), ("MPI_OFFSET_KIND", 8), ("MPI_COUNT_KIND", 8),
 # declaration suffix, C replacement expression).
 SENTINELS = [("MPI_BOTTOM", "vd_mpi_fbottom", "", "MPI_BOTTOM"),
              ("MPI_IN_PLACE", "vd_mpi_finplace", "", "MPI_IN_PLACE"),
+             ("MPI_UNWEIGHTED", "vd_mpi_funweighted", "(1)", "MPI_UNWEIGHTED"),
+             ("MPI_WEIGHTS_EMPTY", "vd_mpi_fweights_empty", "(1)", "MPI_WEIGHTS_EMPTY"),
              ("MPI_STATUS_IGNORE", "vd_mpi_fstatus_ignore", "(MPI_STATUS_SIZE)",
               "MPI_STATUS_IGNORE"),
              ("MPI_STATUSES_IGNORE", "vd_mpi_fstatuses_ignore",
@@ -334,6 +337,8 @@ def c_call_arg(a, ctype_of):
         return "(%s)%s" % (ctype_of(a), n)
     if k == "int_val":
         return "(%s)*%s" % (a.base, n)
+    if n.endswith("weights"):   # may be MPI_UNWEIGHTED or MPI_WEIGHTS_EMPTY
+        return "vd_fweights(%s)" % n
     return "(%s)%s" % (ctype_of(a), n)
 
 
