@@ -678,10 +678,13 @@ MPI_Message MPI_Message_f2c(MPI_Fint message);
 int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
 int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 /* The storage of the common blocks behind Fortran's MPI_BOTTOM,
- * MPI_IN_PLACE, MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE (one address per
- * program), so C code called from Fortran can recognise them. */
+ * MPI_IN_PLACE, MPI_STATUS_IGNORE, MPI_STATUSES_IGNORE, MPI_UNWEIGHTED
+ * and MPI_WEIGHTS_EMPTY (one address per program), so C code called from
+ * Fortran can recognise them. */
 extern MPI_Fint vd_mpi_fbottom_[1];
 extern MPI_Fint vd_mpi_finplace_[1];
+extern MPI_Fint vd_mpi_funweighted_[1];
+extern MPI_Fint vd_mpi_fweights_empty_[1];
 extern MPI_Fint vd_mpi_fstatus_ignore_[5];
 extern MPI_Fint vd_mpi_fstatuses_ignore_[5];
 #define MPI_F_STATUS_IGNORE (vd_mpi_fstatus_ignore_)

@@ -10,6 +10,7 @@
 #define VIADUCT_FORTRAN_GLUE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,16 @@ static inline void *vd_fbuf(void *p)
 	if (p == (void *)vd_mpi_finplace_)
 		return MPI_IN_PLACE;
 	return p;
+}
+
+/* A weights array of the distributed graph functions. */
+static inline int *vd_fweights(MPI_Fint *p)
+{
+	if (p == vd_mpi_funweighted_)
+		return MPI_UNWEIGHTED;
+	if (p == vd_mpi_fweights_empty_)
+		return MPI_WEIGHTS_EMPTY;
+	return (int *)p;
 }
 
 /* MPI_Status is MPI_STATUS_SIZE ints in both languages. */
@@ -37,6 +48,37 @@ static inline MPI_Status *vd_fstatuses(MPI_Fint *p)
 	if (p == MPI_F_STATUS_IGNORE || p == MPI_F_STATUSES_IGNORE)
 		return MPI_STATUSES_IGNORE;
 	return (MPI_Status *)(void *)p;
+}
+
+/* An attribute as Fortran sees it: the value itself.  C hands the
+ * predefined attributes out as pointers to their values (MPI_WIN_BASE as
+ * the base itself), and any other attribute as the pointer it was set to
+ * (from Fortran: the value). */
+static inline MPI_Aint vd_fattr_value_comm(int keyval, void *v)
+{
+	if (keyval >= MPI_TAG_UB && keyval <= MPI_APPNUM)
+		return *(int *)v;
+	return (MPI_Aint)(intptr_t)v;
+}
+
+static inline MPI_Aint vd_fattr_value_type(int keyval, void *v)
+{
+	(void)keyval;
+	return (MPI_Aint)(intptr_t)v;
+}
+
+static inline MPI_Aint vd_fattr_value_win(int keyval, void *v)
+{
+	switch (keyval) {
+	case MPI_WIN_SIZE:
+		return *(MPI_Aint *)v;
+	case MPI_WIN_DISP_UNIT:
+	case MPI_WIN_CREATE_FLAVOR:
+	case MPI_WIN_MODEL:
+		return *(int *)v;
+	default:
+		return (MPI_Aint)(intptr_t)v;
+	}
 }
 
 /* A C copy of a Fortran input string without its trailing blanks (the

@@ -16,8 +16,9 @@ Handles are C ints and a Fortran default INTEGER is 4 bytes, so handles,
 logicals (gfortran: .TRUE. is 1) and MPI_Status (5 ints) pass unchanged;
 the wrappers convert by-reference scalars to values, Fortran strings
 (hidden lengths, blank padding) to C strings and back, and the Fortran
-sentinels MPI_BOTTOM, MPI_IN_PLACE and MPI_STATUS(ES)_IGNORE (common
-blocks, one address per program) to the C ones.
+sentinels MPI_BOTTOM, MPI_IN_PLACE, MPI_STATUS(ES)_IGNORE, MPI_UNWEIGHTED
+and MPI_WEIGHTS_EMPTY (common blocks, one address per program) to the C
+ones.
 
 A function whose arguments this generator cannot map (a C callback other
 than MPI_User_function, which has the Fortran calling convention already)
@@ -38,13 +39,14 @@ WIDE_TYPES = {"MPI_Aint": "MPI_ADDRESS_KIND", "MPI_Offset": "MPI_OFFSET_KIND",
 # Arguments that are LOGICAL in Fortran (C int, 0 or 1).
 LOGICAL_NAMES = {"flag", "periods", "reorder", "remain_dims", "commute", "high",
                  "complete", "weighted"}
+# Attribute values: C passes a pointer (void *, or void ** to get one);
+# Fortran an INTEGER(KIND=MPI_ADDRESS_KIND) holding the value itself.
+ATTR_FUNCS = re.compile(r"^MPI_(Comm|Type|Win)_(get|set)_attr$")
 # C-only functions (the standard gives them no Fortran binding).
 C_ONLY = re.compile(r"^MPI_(\w+_(c2f|f2c)|Status_(c2f|f2c)\w*|Pcontrol|[A-Z_]+_FN)$")
-# Bound by hand in fortran_attr.c (interfaces still generated): Fortran
-# passes attribute values, C pointers to them.
-HANDWRITTEN = {"MPI_Comm_get_attr", "MPI_Comm_set_attr", "MPI_Type_get_attr",
-               "MPI_Type_set_attr", "MPI_Win_get_attr", "MPI_Win_set_attr", "MPI_Attr_get",
-               "MPI_Attr_put"}
+# Bound by hand in fortran_attr.c (interfaces still generated): the MPI-1
+# attribute calls, whose Fortran value is a default INTEGER.
+HANDWRITTEN = {"MPI_Attr_get", "MPI_Attr_put"}
 # Struct members of MPI_Status, as 1-based indices of a Fortran status.
 STATUS_FIELDS = [("MPI_SOURCE", 1), ("MPI_TAG", 2), ("MPI_ERROR", 3)]
 STATUS_SIZE = 5
@@ -54,6 +56,8 @@ KINDS = [("MPI_ADDRESS_KIND", 8), ("MPI_OFFSET_KIND", 8), ("MPI_COUNT_KIND", 8),
 # declaration suffix, C replacement expression).
 SENTINELS = [("MPI_BOTTOM", "vd_mpi_fbottom", "", "MPI_BOTTOM"),
              ("MPI_IN_PLACE", "vd_mpi_finplace", "", "MPI_IN_PLACE"),
+             ("MPI_UNWEIGHTED", "vd_mpi_funweighted", "(1)", "MPI_UNWEIGHTED"),
+             ("MPI_WEIGHTS_EMPTY", "vd_mpi_fweights_empty", "(1)", "MPI_WEIGHTS_EMPTY"),
              ("MPI_STATUS_IGNORE", "vd_mpi_fstatus_ignore", "(MPI_STATUS_SIZE)",
               "MPI_STATUS_IGNORE"),
              ("MPI_STATUSES_IGNORE", "vd_mpi_fstatuses_ignore",
@@ -228,6 +232,8 @@ def fortran_dummy(arg):
                 else "INTEGER :: %s(MPI_STATUS_SIZE)" % n]
     if k == "userfn":
         return ["EXTERNAL :: %s" % n]
+    if k in ("attr_in", "attr_out"):
+        return ["INTEGER(KIND=MPI_ADDRESS_KIND) :: %s" % n]
     if k in ("wide_val", "wide_ref"):
         t = "INTEGER(KIND=%s)" % WIDE_TYPES[arg.base]
     elif n in LOGICAL_NAMES:
@@ -308,6 +314,8 @@ def c_params(args):
             ps.append("%s *%s" % (a.base, a.name))
         elif a.kind in ("wide_val", "wide_ref"):
             ps.append("%s *%s" % (a.base, a.name))
+        elif a.kind in ("attr_in", "attr_out"):
+            ps.append("MPI_Aint *%s" % a.name)
         else:
             ps.append("MPI_Fint *%s" % a.name)
     return ps, lens
@@ -317,6 +325,10 @@ def c_call_arg(a, ctype_of):
     k, n = a.kind, a.name
     if k == "choice":
         return "vd_fbuf(%s)" % n
+    if k == "attr_in":
+        return "(void *)(intptr_t)*%s" % n
+    if k == "attr_out":
+        return "&c_%s" % n
     if k == "string_in":
         return "c_%s" % n
     if k == "string_out":
@@ -332,6 +344,8 @@ def c_call_arg(a, ctype_of):
         return "(%s)%s" % (ctype_of(a), n)
     if k == "int_val":
         return "(%s)*%s" % (a.base, n)
+    if n.endswith("weights"):   # may be MPI_UNWEIGHTED or MPI_WEIGHTS_EMPTY
+        return "vd_fweights(%s)" % n
     return "(%s)%s" % (ctype_of(a), n)
 
 
@@ -353,6 +367,14 @@ def c_wrapper(ret, name, args):
             pre.append("\tchar *c_%s = vd_fstr_buf(%s_len);" % (a.name, a.name))
             post.insert(0, "\tvd_fstr_out(%s, %s_len, c_%s);" % (a.name, a.name, a.name))
             post.append("\tfree(c_%s);" % a.name)
+        elif a.kind == "attr_out":
+            # The predefined attributes point to their values: Fortran
+            # gets the value (vd_fattr_value).
+            obj = name.split("_")[1].lower()
+            keyval = [b.name for b in fargs if b.name.endswith("keyval")][0]
+            pre.append("\tvoid *c_%s = NULL;" % a.name)
+            post.insert(0, "\tif (rc == MPI_SUCCESS && *flag)\n\t\t*%s = vd_fattr_value_%s((int)*%s, c_%s);"
+                        % (a.name, obj, keyval, a.name))
     strs = [a.name for a in fargs if a.kind in ("string_in", "string_out")]
     call_args = []
     if name in ("MPI_Init", "MPI_Init_thread"):
@@ -413,6 +435,10 @@ def main():
     for ret, name, args in parse_functions(text):
         if C_ONLY.match(name):
             continue
+        if args is not None and ATTR_FUNCS.match(name):
+            for a in args:
+                if a.name == "attribute_val":
+                    a.kind = "attr_out" if "_get_" in name else "attr_in"
         if args is None or any(a.kind is None for a in fortran_args(args)):
             skipped.append(name)
             continue

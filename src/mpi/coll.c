@@ -223,7 +223,7 @@ int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcou
 
 	if (err)
 		return err;
-	if (!rbuf && rcount > 0 && (*t)->size > 0)
+	if (rcount > 0 && !vd_dtype_buf_ok(*t, rbuf, rcount))
 		return MPI_ERR_BUFFER;
 	if ((err = vd_op_check(op, dt)))
 		return err;

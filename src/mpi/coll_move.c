@@ -411,7 +411,7 @@ static int check_vec(struct vd_coll_side *s, int n)
 	}
 	if (!(s->t = vd_dtype_comm(s->dt)))
 		return MPI_ERR_TYPE;
-	return !s->buf && data && s->t->size > 0 ? MPI_ERR_BUFFER : MPI_SUCCESS;
+	return data && !vd_dtype_buf_ok(s->t, s->buf, 1) ? MPI_ERR_BUFFER : MPI_SUCCESS;
 }
 
 int vd_coll_check_side(struct vd_coll_side *s, int n)

@@ -17,9 +17,9 @@
  * the same id to every colour: different colours have no member in
  * common, so they never exchange messages.
  *
- * refs: one for the handle, plus one per user that takes it (none yet:
- * the engine copies what it needs from the communicator when a request
- * starts); the handle becomes invalid at MPI_Comm_free, the memory goes
+ * refs: one for the handle, plus one per user that takes it (nonblocking
+ * collectives and persistent requests; the engine copies what it needs
+ * from the communicator when a request starts); the handle becomes invalid at MPI_Comm_free, the memory goes
  * with the last reference (comm_release).
  */
 #include <errno.h>

@@ -184,8 +184,9 @@ static void dt_destroy(struct dt_obj *o)
 
 void vd_dtype_finalize(void)
 {
-	/* After MPI_Finalize no request can hold a type: dropping every
-	 * handle frees every object (the ones only recipes hold follow). */
+	/* vd_req_finalize dropped the requests' references first: dropping
+	 * every handle frees every object (the ones only recipes hold
+	 * follow). */
 	for (int i = 0; i < users_cap; i++)
 		if (users[i]) {
 			struct dt_obj *o = users[i];
@@ -368,8 +369,14 @@ void vd_dtype_copy(const struct vd_dtype *t, const void *src, void *dst, int cou
 bool vd_dtype_buf_ok(const struct vd_dtype *t, const void *buf, int count)
 {
 	/* MPI_BOTTOM is NULL: fine with absolute addresses in the type, but
-	 * data in the first page (never mapped) means a missing buffer. */
-	return buf || count <= 0 || t->size == 0 || dt_obj_of(t)->tlb >= 4096;
+	 * data in the first page (never mapped) means a missing buffer.
+	 * MPI_IN_PLACE is a marker, never data: callers that allow it deal
+	 * with it before asking. */
+	if (count <= 0 || t->size == 0)
+		return true;
+	if (buf == MPI_IN_PLACE)
+		return false;
+	return buf || dt_obj_of(t)->tlb >= 4096;
 }
 
 void vd_dtype_span(const struct vd_dtype *t, int count, MPI_Aint *lo, MPI_Aint *hi)

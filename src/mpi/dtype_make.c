@@ -289,7 +289,14 @@ int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 	if (!old)
 		return dt_raise(MPI_ERR_TYPE, fn);
 	err = rebound(oldtype, old->lb, old->extent, dt_obj_of(old)->marked, &A, newtype);
-	if (!err)                       /* a duplicate is committed if old is */
-		vd_dtype_get(*newtype)->committed = old->committed;
+	if (err)
+		return dt_raise(err, fn);
+	vd_dtype_get(*newtype)->committed = old->committed;     /* as old is */
+	/* The attributes go through their copy callbacks; when one fails,
+	 * so does the duplicate (those already copied are deleted). */
+	if ((err = vd_type_attr_copy(oldtype, *newtype)) != MPI_SUCCESS) {
+		PMPI_Type_free(newtype);
+		*newtype = MPI_DATATYPE_NULL;
+	}
 	return dt_raise(err, fn);
 }

@@ -108,9 +108,14 @@ struct vd_req {
 	bool active;                    /* started, not yet completed by a
 	                                 * wait or test */
 	MPI_Request inner;              /* the started operation, or NULL */
+	struct vd_comm *pcomm;          /* persistent: its communicator, a
+	                                 * reference of its own (the handle
+	                                 * may be freed and reused meanwhile) */
 	struct vd_greq *greq;           /* generalized: the user's callbacks */
 	struct vd_nbc *nbc;             /* VD_REQ_COLL: its schedule, until done */
 	struct vd_rma_op *rma;          /* VD_REQ_RMA: the one-sided operation */
+	MPI_Win win;                    /* VD_REQ_RMA: its window, whose error
+	                                 * handler judges its errors */
 };
 
 /* An arrived message nobody asked for yet. */

@@ -13,6 +13,8 @@
  * blocks, which the program's executable then shares with this library. */
 MPI_Fint vd_mpi_fbottom_[1];
 MPI_Fint vd_mpi_finplace_[1];
+MPI_Fint vd_mpi_funweighted_[1];
+MPI_Fint vd_mpi_fweights_empty_[1];
 MPI_Fint vd_mpi_fstatus_ignore_[5];
 MPI_Fint vd_mpi_fstatuses_ignore_[5];
 

@@ -139,9 +139,10 @@ int PMPI_Finalize(void)
 	vd_regcache_flush();
 	vd_mpi_mem_finalize();
 	vd_wire_finalize();
+	/* Requests first: persistent ones hold communicators and datatypes. */
+	vd_req_finalize();
 	vd_comm_finalize();
 	vd_dtype_finalize();
-	vd_req_finalize();
 	vd_pmi_finalize();
 	return MPI_SUCCESS;
 }

@@ -140,7 +140,7 @@ struct vd_dtype *vd_dtype_get(MPI_Datatype dt);
  * always are); else NULL. */
 struct vd_dtype *vd_dtype_comm(MPI_Datatype dt);
 /* Whether buf can hold count elements of t: NULL (MPI_BOTTOM) only with
- * a type of absolute addresses. */
+ * a type of absolute addresses, MPI_IN_PLACE never. */
 bool vd_dtype_buf_ok(const struct vd_dtype *t, const void *buf, int count);
 /* Pack count elements at src into dst (contiguous bytes); returns bytes. */
 size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void *dst);

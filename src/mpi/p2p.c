@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "win.h"
 
 
 /* ---- waiting ---------------------------------------------------------------------- */
@@ -463,13 +464,17 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
 {
 	VD_API_GUARD();
 	struct vd_dtype *t = vd_dtype_comm(dt);
+	struct vd_comm *c = vd_comm_get(comm);
 	void *copy;
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Sendrecv_replace");
-	if (!t || count < 0)
-		return vd_mpi_raise(comm, !t ? MPI_ERR_TYPE : MPI_ERR_COUNT,
-				    "MPI_Sendrecv_replace");
+	/* buf is packed before Sendrecv could check it. */
+	e = vd_p2p_check_send(c, buf, count, dt, dest, stag);
+	if (!e)
+		e = vd_p2p_check_source(c, source, rtag);
+	if (e)
+		return vd_mpi_raise(comm, e, "MPI_Sendrecv_replace");
 	copy = malloc((size_t)count * (size_t)t->size + 1);
 	if (!copy)
 		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
@@ -482,25 +487,45 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
 
 /* ---- MPI: completion ------------------------------------------------------------------- */
 
-/* The communicator whose error handler judges a request's error. */
-static MPI_Comm req_comm(MPI_Request req)
+/* Whose error handler judges a request's error: its window's for a
+ * one-sided operation, else its communicator's (MPI_COMM_WORLD's when it
+ * has neither).  Taken before the request completes: completion frees
+ * it. */
+struct req_owner {
+	MPI_Comm comm;
+	MPI_Win win;
+};
+
+static struct req_owner req_owner(MPI_Request req)
 {
 	struct vd_req *r = vd_req_get(req);
+	struct req_owner o = { MPI_COMM_WORLD, MPI_WIN_NULL };
 
-	return r && r->comm ? r->comm : MPI_COMM_WORLD;
+	if (r && r->kind == VD_REQ_RMA && r->win != MPI_WIN_NULL)
+		o.win = r->win;
+	else if (r && r->comm)
+		o.comm = r->comm;
+	return o;
+}
+
+static int owner_raise(struct req_owner o, int code, const char *fn)
+{
+	if (o.win != MPI_WIN_NULL)
+		return vd_win_raise(vd_win_get(o.win), code, fn);
+	return vd_mpi_raise(o.comm, code, fn);
 }
 
 #pragma weak MPI_Wait = PMPI_Wait
 int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 {
 	VD_API_GUARD();
-	MPI_Comm comm;
+	struct req_owner o;
 
 	VD_MPI_CHECK_RUNNING("MPI_Wait");
 	if (!req)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Wait");
-	comm = req_comm(*req);
-	return vd_mpi_raise(comm, vd_wait(req, st), "MPI_Wait");
+	o = req_owner(*req);
+	return owner_raise(o, vd_wait(req, st), "MPI_Wait");
 }
 
 #pragma weak MPI_Waitall = PMPI_Waitall
@@ -510,8 +535,8 @@ int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 	VD_MPI_CHECK_RUNNING("MPI_Waitall");
 	if (n < 0 || (n && !reqs))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall");
-	MPI_Comm comm = n ? req_comm(reqs[0]) : MPI_COMM_WORLD;
-	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Waitall");
+	struct req_owner o = req_owner(n ? reqs[0] : MPI_REQUEST_NULL);
+	return owner_raise(o, vd_waitall(n, reqs, sts), "MPI_Waitall");
 }
 
 #pragma weak MPI_Test = PMPI_Test
@@ -536,8 +561,8 @@ int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 	*flag = vd_req_ready(r);
 	if (!*flag)
 		return MPI_SUCCESS;
-	MPI_Comm comm = req_comm(*req);
-	return vd_mpi_raise(comm, finish(req, r, st), "MPI_Test");
+	struct req_owner o = req_owner(*req);
+	return owner_raise(o, finish(req, r, st), "MPI_Test");
 }
 
 /* Like MPI_Test, but the request stays as it is (not freed, and a
@@ -566,7 +591,7 @@ int PMPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 	int err = r->kind == VD_REQ_PERSIST ? vd_persist_peek(r, st)
 		: r->kind == VD_REQ_GREQ    ? vd_greq_peek(r, st)
 					    : (vd_req_status(r, st), r->err);
-	return vd_mpi_raise(req_comm(req), err, "MPI_Request_get_status");
+	return owner_raise(req_owner(req), err, "MPI_Request_get_status");
 }
 
 /* Index of a finished request among reqs (MPI_UNDEFINED if all are
@@ -603,8 +628,8 @@ int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *s
 		vd_empty_status(st);
 	if (i < 0)
 		return MPI_SUCCESS;
-	MPI_Comm comm = req_comm(reqs[i]);
-	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Testany");
+	struct req_owner o = req_owner(reqs[i]);
+	return owner_raise(o, vd_wait(&reqs[i], st), "MPI_Testany");
 }
 
 #pragma weak MPI_Waitany = PMPI_Waitany
@@ -624,8 +649,8 @@ int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 		vd_empty_status(st);
 		return MPI_SUCCESS;
 	}
-	MPI_Comm comm = req_comm(reqs[i]);
-	return vd_mpi_raise(comm, vd_wait(&reqs[i], st), "MPI_Waitany");
+	struct req_owner o = req_owner(reqs[i]);
+	return owner_raise(o, vd_wait(&reqs[i], st), "MPI_Waitany");
 }
 
 #pragma weak MPI_Testall = PMPI_Testall
@@ -644,14 +669,15 @@ int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 		}
 	}
 	*flag = 1;
-	MPI_Comm comm = n ? req_comm(reqs[0]) : MPI_COMM_WORLD;
-	return vd_mpi_raise(comm, vd_waitall(n, reqs, sts), "MPI_Testall");
+	struct req_owner o = req_owner(n ? reqs[0] : MPI_REQUEST_NULL);
+	return owner_raise(o, vd_waitall(n, reqs, sts), "MPI_Testall");
 }
 
 /* The finished ones among reqs (all, if some are finished); null and
- * inactive requests do not count. */
+ * inactive requests do not count.  *failed: the owner of the first that
+ * failed. */
 static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
-			MPI_Status *sts)
+			MPI_Status *sts, struct req_owner *failed)
 {
 	int k = 0, err = MPI_SUCCESS, live = 0;
 
@@ -662,8 +688,11 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 		live++;
 		if (r && !vd_req_ready(r))
 			continue;
-		if (vd_wait(&reqs[i], status_at(sts, k)) != MPI_SUCCESS)
+		struct req_owner o = req_owner(reqs[i]);
+		if (vd_wait(&reqs[i], status_at(sts, k)) != MPI_SUCCESS && !err) {
 			err = MPI_ERR_IN_STATUS;
+			*failed = o;
+		}
 		idx[k++] = i;
 	}
 	*outcount = live ? k : MPI_UNDEFINED;
@@ -675,26 +704,31 @@ int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Statu
 {
 	VD_API_GUARD();
 	struct vd_idle idle = { 0 };
+	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Waitsome");
 	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitsome");
-	while ((e = collect_done(n, reqs, outcount, idx, sts)) == MPI_SUCCESS && *outcount == 0)
+	while ((e = collect_done(n, reqs, outcount, idx, sts, &failed)) == MPI_SUCCESS &&
+	       *outcount == 0)
 		wait_step(&idle);
-	return vd_mpi_raise(MPI_COMM_WORLD, e, "MPI_Waitsome");
+	return owner_raise(failed, e, "MPI_Waitsome");
 }
 
 #pragma weak MPI_Testsome = PMPI_Testsome
 int PMPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
 {
 	VD_API_GUARD();
+	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
+	int e;
+
 	VD_MPI_CHECK_RUNNING("MPI_Testsome");
 	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome");
 	vd_progress(false);
-	return vd_mpi_raise(MPI_COMM_WORLD, collect_done(n, reqs, outcount, idx, sts),
-			    "MPI_Testsome");
+	e = collect_done(n, reqs, outcount, idx, sts, &failed);
+	return owner_raise(failed, e, "MPI_Testsome");
 }
 
 #pragma weak MPI_Request_free = PMPI_Request_free
@@ -737,9 +771,9 @@ int PMPI_Cancel(MPI_Request *req)
 	if (!req || !(r = vd_req_get(*req)))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
 	if (r->kind == VD_REQ_PERSIST)
-		return vd_mpi_raise(req_comm(*req), vd_persist_cancel(r), "MPI_Cancel");
+		return owner_raise(req_owner(*req), vd_persist_cancel(r), "MPI_Cancel");
 	if (r->kind == VD_REQ_GREQ)
-		return vd_mpi_raise(req_comm(*req), vd_greq_cancel(r), "MPI_Cancel");
+		return owner_raise(req_owner(*req), vd_greq_cancel(r), "MPI_Cancel");
 	if (r->kind == VD_REQ_COLL)     /* collectives cannot be cancelled */
 		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Cancel");
 	if (r->kind == VD_REQ_RECV && !r->done && vd_unpost_recv(r)) {

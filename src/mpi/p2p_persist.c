@@ -2,9 +2,9 @@
 /*
  * Persistent requests: MPI_Send_init and its kin record an operation,
  * MPI_Start runs it.  The persistent request holds the recorded arguments
- * (its datatype retained, so MPI_Type_free cannot pull it away) and,
- * while active, the handle of an ordinary engine request doing the
- * transfer.  Completing it (wait or test) hands back that request's
+ * (its datatype and communicator retained, so MPI_Type_free and
+ * MPI_Comm_free cannot pull them away) and, while active, the handle of
+ * an ordinary engine request doing the transfer.  Completing it (wait or test) hands back that request's
  * status and leaves the persistent one allocated but inactive.
  */
 
@@ -19,6 +19,8 @@ static int persist_new(void *buf, int count, MPI_Datatype dt, int peer, int tag,
 
 	if (!r)
 		return MPI_ERR_NO_MEM;
+	r->pcomm = vd_comm_get(comm);
+	r->pcomm->refs++;
 	r->buf = buf;
 	r->count = count;
 	r->t = vd_dtype_get(dt);
@@ -97,16 +99,15 @@ int PMPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag,
 
 /* ---- starting ---------------------------------------------------------------------- */
 
-/* Run r's operation.  The communicator may have been freed since the
- * request was made (the standard lets a request outlive its handle's
- * MPI_Comm_free): then it is MPI_ERR_COMM. */
+/* Run r's operation.  The request keeps its communicator alive, so it
+ * still works after MPI_Comm_free of the handle (the standard lets it
+ * outlive the handle), and never runs on a newer communicator that
+ * reuses the handle. */
 static int start_one(struct vd_req *r)
 {
-	struct vd_comm *c = vd_comm_get(r->comm);
+	struct vd_comm *c = r->pcomm;
 	int err;
 
-	if (!c)
-		return MPI_ERR_COMM;
 	r->inner = MPI_REQUEST_NULL;
 	switch (r->pop) {
 	case VD_P_RECV:

@@ -73,6 +73,9 @@ void vd_req_release(struct vd_req *r)
 		vd_dtype_release(r->t);
 	if (r->kind == VD_REQ_GREQ)
 		vd_greq_release(r);
+	if (r->kind == VD_REQ_PERSIST && r->pcomm)
+		vd_comm_release(r->pcomm);
+	r->pcomm = NULL;
 	r->t = NULL;
 	r->kind = VD_REQ_FREE;
 	freelist[nfree++] = r->id - 1;
@@ -107,12 +110,23 @@ bool vd_req_inactive(const struct vd_req *r)
 	return r->kind == VD_REQ_PERSIST && !r->active;
 }
 
+/* What a request still holds at MPI_Finalize: a program may leave
+ * requests pending or persistent requests unfreed, and their datatypes
+ * (which MPI_Type_free left to them) and packed copies go with them. */
+static void req_drop_at_finalize(struct vd_req *r)
+{
+	if ((r->kind == VD_REQ_SEND || r->kind == VD_REQ_RECV) && r->tmp)
+		free(r->tmp);
+	r->tmp = NULL;
+	if (r->kind != VD_REQ_FREE)
+		vd_req_release(r);
+}
+
 void vd_req_finalize(void)
 {
 	vd_message_finalize();
 	for (uint32_t i = 0; i < nreqs; i++) {
-		if (reqs[i]->kind == VD_REQ_GREQ)
-			vd_greq_release(reqs[i]);
+		req_drop_at_finalize(reqs[i]);
 		free(reqs[i]);
 	}
 	free(reqs);

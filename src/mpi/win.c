@@ -2,9 +2,10 @@
 /*
  * viaduct MPI: windows -- creation in its four flavors, MPI_Win_free, and
  * what a window tells about itself (group, name, attributes, error
- * handler).  Handles index a table and are never reused, so a freed
- * window's handle stays invalid (MPI_ERR_WIN) instead of naming a newer
- * one.
+ * handler).  A handle is a slot of the window table with the slot's
+ * generation above it: slots are reused, but a freed window's handle
+ * stays invalid (MPI_ERR_WIN) instead of naming the newer window in its
+ * slot -- until that slot has been reused 2^11 times.
  *
  * Memory of a window is registered with the NIC of every transport its
  * peers come through (shm inside a host, ofi across): the handles, base,
@@ -25,13 +26,22 @@
 #include "typeop.h"
 #include "win.h"
 
-static struct vd_win **wins;            /* [handle]; NULL once freed */
-static int nwins = 1;                   /* 0 is MPI_WIN_NULL */
+#define SLOT_BITS 20
+#define SLOT_MASK ((1 << SLOT_BITS) - 1)
+#define GEN_LIMIT (1u << (31 - SLOT_BITS))
+
+static struct vd_win **wins;            /* [slot]; NULL when free */
+static unsigned *gens;                  /* [slot]: the generation of its handle */
+static int nwins = 1;                   /* slots ever used; 0 is MPI_WIN_NULL */
 static int cap;
 
 struct vd_win *vd_win_get(MPI_Win win)
 {
-	return win > 0 && win < nwins ? wins[win] : NULL;
+	int slot = win & SLOT_MASK;
+
+	if (win <= 0 || slot >= nwins || !wins[slot])
+		return NULL;
+	return wins[slot]->handle == win ? wins[slot] : NULL;
 }
 
 static struct vd_win *last_found;      /* messages come in runs per window */
@@ -46,18 +56,43 @@ struct vd_win *vd_win_by_ctx(uint32_t ctx)
 	return NULL;
 }
 
+static int table_grow(void)
+{
+	int ncap = cap ? cap * 2 : 16;
+	struct vd_win **n = realloc(wins, (size_t)ncap * sizeof(*n));
+	unsigned *g;
+
+	if (!n)
+		return -ENOMEM;
+	wins = n;
+	if (!(g = realloc(gens, (size_t)ncap * sizeof(*g))))
+		return -ENOMEM;
+	memset(g + cap, 0, (size_t)(ncap - cap) * sizeof(*g));
+	gens = g;
+	cap = ncap;
+	return 0;
+}
+
+/* A free slot (the lowest), or -1. */
+static int slot_take(void)
+{
+	for (int i = 1; i < nwins; i++)
+		if (!wins[i])
+			return i;
+	if (nwins > SLOT_MASK || (nwins >= cap && table_grow()))
+		return -1;
+	return nwins++;
+}
+
 static int table_add(struct vd_win *w)
 {
-	if (nwins >= cap) {
-		int ncap = cap ? cap * 2 : 16;
-		struct vd_win **n = realloc(wins, (size_t)ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		wins = n;
-		cap = ncap;
-	}
-	w->handle = nwins;
-	wins[nwins++] = w;
+	int slot = slot_take();
+
+	if (slot < 0)
+		return -ENOMEM;
+	gens[slot] = (gens[slot] + 1) % GEN_LIMIT;
+	w->handle = slot | (int)(gens[slot] << SLOT_BITS);
+	wins[slot] = w;
 	return 0;
 }
 
@@ -174,7 +209,7 @@ static void win_destroy(struct vd_win *w)
 		munmap(w->shm, w->shm_len);
 	free(w->own_mem);
 	if (w->handle)
-		wins[w->handle] = NULL;
+		wins[w->handle & SLOT_MASK] = NULL;
 	if (last_found == w)
 		last_found = NULL;
 	if (w->comm != MPI_COMM_NULL)

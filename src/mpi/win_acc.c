@@ -342,6 +342,20 @@ static int acc_basic(const struct acc_call *k, MPI_Datatype *basic)
 	return vd_op_check(k->op, *basic);
 }
 
+/* The origin (unless MPI_NO_OP ignores it), the result and the compare
+ * buffers hold data: never NULL (but MPI_BOTTOM with absolute types) nor
+ * MPI_IN_PLACE. */
+static int acc_check_buffers(const struct acc_call *k)
+{
+	if (k->op != MPI_NO_OP && !vd_dtype_buf_ok(k->a.ot, k->a.obuf, k->a.ocount))
+		return MPI_ERR_BUFFER;
+	if (k->kind != AM_ACC && !vd_dtype_buf_ok(k->rt, k->rbuf, k->rcount))
+		return MPI_ERR_BUFFER;
+	if (k->kind == AM_CAS && !vd_dtype_buf_ok(k->a.tt, k->compare, 1))
+		return MPI_ERR_BUFFER;
+	return MPI_SUCCESS;
+}
+
 static int acc_check(const struct acc_call *k)
 {
 	if (!vd_op_valid(k->op) || k->op < MPI_MAX || k->op > MPI_NO_OP)
@@ -351,9 +365,9 @@ static int acc_check(const struct acc_call *k)
 	if (k->kind == AM_GACC &&
 	    (size_t)k->rcount * (size_t)k->rt->size != (size_t)k->a.tcount * (size_t)k->a.tt->size)
 		return MPI_ERR_TYPE;
-	if (k->kind == AM_CAS && (!k->a.tt->builtin || !k->compare || !k->rbuf))
-		return !k->a.tt->builtin ? MPI_ERR_TYPE : MPI_ERR_BUFFER;
-	return MPI_SUCCESS;
+	if (k->kind == AM_CAS && !k->a.tt->builtin)
+		return MPI_ERR_TYPE;
+	return acc_check_buffers(k);
 }
 
 /* The origin data packed (CAS: origin then compare). */

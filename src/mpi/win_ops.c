@@ -43,6 +43,7 @@ struct vd_req *vd_rma_op_new(struct vd_win *w, int target, bool user)
 	op->user = user;
 	op->parts = 1;                  /* held while the pieces are issued */
 	r->rma = op;
+	r->win = w->handle;
 	r->freed = !user;               /* internal: gone when it completes */
 	w->pending[target]++;
 	w->pending_all++;
@@ -338,6 +339,8 @@ static int put_get(const void *obuf, int ocount, MPI_Datatype odt, int target,
 		return err;
 	if (req)
 		*req = MPI_REQUEST_NULL;
+	if (a.ot && !vd_dtype_buf_ok(a.ot, obuf, ocount))
+		return vd_win_raise(w, MPI_ERR_BUFFER, fn);
 	return vd_rma_start(w, &a, put ? put_start : get_start, fn);
 }
 
