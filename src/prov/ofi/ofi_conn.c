@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,7 +473,9 @@ int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int ti
 void vd_ofi_conn_req_info(struct vd_conn_req *req, VIP_NET_ADDRESS *remote,
 			  size_t remote_room, VIP_VI_ATTRIBUTES *attrs)
 {
-	size_t need = sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + req->cm.disc_len;
+	/* The core passes the room of an address like the listener's own:
+	 * header, host and discriminator, without sizeof's padding. */
+	size_t need = offsetof(VIP_NET_ADDRESS, HostAddress) + VD_OFI_ADDR_LEN + req->cm.disc_len;
 
 	memset(attrs, 0, sizeof(*attrs));
 	attrs->ReliabilityLevel = req->cm.reliability;
