@@ -366,9 +366,10 @@ int vd_conn_take(int *ranks, VIP_VI_HANDLE *vis, int max)
 		return 0;
 	pthread_mutex_lock(&C.lock);
 	while (n < max && C.nready) {
-		C.nready--;
-		ranks[n] = C.ready[C.nready];
-		vis[n] = C.ready_vi[C.nready];
+		unsigned i = C.nready - 1;
+		ranks[n] = C.ready[i];
+		vis[n] = C.ready_vi[i];
+		__atomic_store_n(&C.nready, i, __ATOMIC_RELAXED);
 		n++;
 	}
 	pthread_mutex_unlock(&C.lock);
