@@ -2,8 +2,11 @@
 /*
  * The engine's VIPL plumbing: a NIC per transport the rank uses (shm for
  * the peers of its node, ofi for the others: place.c), one VI per peer
- * (reliable delivery, viaduct flow control), one CQ per NIC for every
- * receive queue on it; an idle rank sleeps on all its CQs at once.
+ * (reliable delivery, viaduct flow control), made on the pair's first
+ * message (wire_conn.c) or for every peer at MPI_Init, one CQ per NIC
+ * for every receive queue on it; an idle rank sleeps on all its CQs at
+ * once.  What waits for a peer's VI waits in the same queues as what
+ * waits for ring space.
  * Messages go through the VI's message ring (viaduct_ring_send): the
  * sender copies header and payload into the peer's ring, the receiver
  * matches in place.  Descriptors carry only RDMA: a ring of send slots per
@@ -589,7 +592,6 @@ static int submit(int peer, struct pending *q)
 
 	if (!p->vi)
 		want(p, peer);
-
 	if (s) {
 		start(p, s, q);
 		return 0;
