@@ -30,6 +30,7 @@ refused "$MPI" "one of auto|eager|get|rndv" VIADUCT_MPI_PROTOCOL=fast
 refused "$MPI" "from 64 to 32728" VIADUCT_MPI_EAGER_MAX=64k
 refused "$MPI" "size from" VIADUCT_MPI_SPLIT_MIN=lots
 refused "$MPI" "0 or 1" VIADUCT_MPI_PIN=2
+refused "$MPI" "one of lazy|eager" VIADUCT_MPI_CONNECT=sometimes
 refused "$VIPL" "an integer from 0" VIADUCT_SPIN_US=-5
 refused "$VIPL" "names no provider" VIADUCT_PROVIDER=tcp   # VIP_ERROR_NOT_SUPPORTED
 refused "$VIPL" "0 or 1" VIADUCT_DEBUG=verbose

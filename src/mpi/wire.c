@@ -2,8 +2,11 @@
 /*
  * The engine's VIPL plumbing: a NIC per transport the rank uses (shm for
  * the peers of its node, ofi for the others: place.c), one VI per peer
- * (reliable delivery, viaduct flow control), one CQ per NIC for every
- * receive queue on it; an idle rank sleeps on all its CQs at once.
+ * (reliable delivery, viaduct flow control), made on the pair's first
+ * message (wire_conn.c) or for every peer at MPI_Init, one CQ per NIC
+ * for every receive queue on it; an idle rank sleeps on all its CQs at
+ * once.  What waits for a peer's VI waits in the same queues as what
+ * waits for ring space.
  * Messages go through the VI's message ring (viaduct_ring_send): the
  * sender copies header and payload into the peer's ring, the receiver
  * matches in place.  Descriptors carry only RDMA: a ring of send slots per
@@ -21,6 +24,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "wire_conn.h"
 
 #define NSLOT 16                /* send slots per peer (RDMA) */
 #define NRECV 16                /* receives for rendezvous immediates */
@@ -77,6 +81,7 @@ struct peer {
 	struct queued_msg *msg_head, **msg_tail;
 	bool reaping;                   /* inside reap() */
 	bool polling;                   /* inside poll_ring() */
+	bool wanted;                    /* lazy: a connection was asked for */
 };
 
 static struct {
@@ -91,6 +96,11 @@ static struct {
 	unsigned imm_expected;
 	unsigned cq_skipped;
 	unsigned idle_ms;               /* idle_wait's bound */
+	bool lazy;                      /* VIADUCT_MPI_CONNECT=lazy */
+	int *live;                      /* the peers with a VI, in the order
+	                                 * they got it: progress looks at these */
+	int nlive;
+	unsigned nwaiting;              /* wanted, not yet connected */
 } W;
 
 /* The NIC of MPI_Alloc_mem's registrations: the node's, if open. */
@@ -161,74 +171,69 @@ static void post_recv(struct peer *p, int i)
 
 /* ---- connections ----------------------------------------------------------------- */
 
-static uint64_t fnv64(const char *s)
+/* Peer r's VI is up: give it its receives, and let progress see it. */
+static void adopt(int r, VIP_VI_HANDLE vi)
 {
-	uint64_t h = 1469598103934665603ull;
+	struct peer *p = &W.peers[r];
 
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
-/* The host of `host_rank` on transport k + (job, from, to): the two
- * sides of a pair mirror each other. */
-static VIP_NET_ADDRESS *make_addr(uint8_t *room, enum vd_transport k, int host_rank,
-				  int from, int to)
-{
-	VIP_NET_ADDRESS *a = (VIP_NET_ADDRESS *)room;
-	uint64_t job = fnv64(vd_mpi.jobid) ^ vd_place_nonce();
-	int32_t f = from, t = to;
-	unsigned alen;
-	const uint8_t *host = vd_place_host(k, host_rank, &alen);
-
-	a->HostAddressLen = (VIP_UINT16)alen;
-	a->DiscriminatorLen = 16;
-	memcpy(a->HostAddress, host, alen);
-	memcpy(a->HostAddress + alen, &job, 8);
-	memcpy(a->HostAddress + alen + 8, &f, 4);
-	memcpy(a->HostAddress + alen + 12, &t, 4);
-	return a;
-}
-
-static int vi_create(struct peer *p, int rank)
-{
-	VIP_VI_ATTRIBUTES va = { 0 };
-	/* SOLO: the MPI layer makes every call from one thread at a time. */
-	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_RING_SOLO,
-				      VIADUCT_XFER_AUTO };
-
-	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;
-	va.MaxTransferSize = 1u << 30;
-	va.EnableRdmaWrite = VIP_TRUE;
-	va.EnableRdmaRead = VIP_TRUE;
-	if (VipCreateVi(p->t->nic, &va, NULL, p->t->cq, &p->vi) != VIP_SUCCESS ||
-	    viaduct_vi_set_ext(p->vi, &ext) != VIP_SUCCESS)
-		return -ENOMEM;
-	VipSetUserData(p->vi, (void *)(intptr_t)(rank + 1));
+	p->vi = vi;
 	for (int i = 0; i < NRECV; i++)
 		post_recv(p, i);
-	return 0;
+	W.live[W.nlive++] = r;
+	if (p->wanted)
+		W.nwaiting--;
+}
+
+/* Lazy: the VIs the connection threads made since the last look. */
+static void adopt_new(void)
+{
+	int ranks[16];
+	VIP_VI_HANDLE vis[16];
+	int n;
+
+	while ((n = vd_conn_take(ranks, vis, 16)) > 0)
+		for (int i = 0; i < n; i++)
+			adopt(ranks[i], vis[i]);
+}
+
+/* Lazy: a message or RDMA for a peer without a VI waits in its queues
+ * until the VI comes (the first wish asks for it). */
+static void want(struct peer *p, int peer)
+{
+	if (p->wanted)
+		return;
+	p->wanted = true;
+	W.nwaiting++;
+	vd_conn_want(peer);
 }
 
 /* Every pair connects peer to peer: all requests first, then all waits
  * (the provider advances every pending set-up while one waits). */
 static int connect_all(void)
 {
-	uint8_t la[64], ra[64];
+	uint8_t la[128], ra[128];
 	VIP_VI_ATTRIBUTES attrs;
+	VIP_VI_HANDLE *vi = calloc((size_t)vd_mpi.size, sizeof(*vi));
+	int err = vi ? 0 : -ENOMEM;
 
-	for (int r = 0; r < vd_mpi.size; r++) {
+	for (int r = 0; r < vd_mpi.size && !err; r++) {
 		enum vd_transport k = vd_place_via(r);
 		if (r == vd_mpi.rank)
 			continue;
-		if (VipConnectPeerRequest(W.peers[r].vi, make_addr(la, k, vd_mpi.rank, vd_mpi.rank, r),
-					  make_addr(ra, k, r, r, vd_mpi.rank), 60000) != VIP_SUCCESS)
-			return -ECONNREFUSED;
+		err = vd_conn_vi_open(W.t[k].nic, W.t[k].cq, r, &vi[r]);
+		if (!err && VipConnectPeerRequest(vi[r], vd_conn_addr(la, k, vd_mpi.rank, vd_mpi.rank, r),
+						  vd_conn_addr(ra, k, r, r, vd_mpi.rank),
+						  60000) != VIP_SUCCESS)
+			err = -ECONNREFUSED;
 	}
-	for (int r = 0; r < vd_mpi.size; r++)
-		if (r != vd_mpi.rank && VipConnectPeerWait(W.peers[r].vi, &attrs) != VIP_SUCCESS)
-			return -ECONNREFUSED;
-	return 0;
+	for (int r = 0; r < vd_mpi.size && !err; r++)
+		if (r != vd_mpi.rank && VipConnectPeerWait(vi[r], &attrs) != VIP_SUCCESS)
+			err = -ECONNREFUSED;
+	for (int r = 0; r < vd_mpi.size && !err; r++)
+		if (r != vd_mpi.rank)
+			adopt(r, vi[r]);
+	free(vi);
+	return err;
 }
 
 static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
@@ -334,21 +339,26 @@ static int transports_open(void)
 
 int vd_wire_init(void)
 {
-	uint64_t emax = VD_EAGER_DEFAULT, pin = 0;
+	uint64_t emax = VD_EAGER_DEFAULT, pin = 0, eager = 0;
 	uint8_t *cursor[VD_T_N];
+	VIP_NIC_HANDLE nic[VD_T_N];
+	VIP_CQ_HANDLE cq[VD_T_N];
 	int err;
 
 	/* In range (the registry's bounds are the ring's): checked at init. */
 	if (viaduct_param_uint("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT, &emax) ||
-	    viaduct_param_uint("VIADUCT_MPI_PIN", 0, &pin))
+	    viaduct_param_uint("VIADUCT_MPI_PIN", 0, &pin) ||
+	    viaduct_param_uint("VIADUCT_MPI_CONNECT", 0, &eager))
 		return -EINVAL;
 	W.pin = pin == 1;
+	W.lazy = eager == 0;
 	W.idle_ms = 1;
 	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
 	if ((err = vd_place_init()))
 		return err;
 	W.peers = calloc((size_t)vd_mpi.size, sizeof(*W.peers));
-	if (!W.peers)
+	W.live = calloc((size_t)vd_mpi.size, sizeof(*W.live));
+	if (!W.peers || !W.live)
 		return -ENOMEM;
 	if ((err = transports_open()) || vd_mpi.size == 1)
 		return err;
@@ -356,15 +366,31 @@ int vd_wire_init(void)
 		return err;
 	for (int k = 0; k < VD_T_N; k++)
 		cursor[k] = W.t[k].pool;
-	for (int r = 0; r < vd_mpi.size && !err; r++) {
+	for (int r = 0; r < vd_mpi.size; r++) {
 		struct peer *p = &W.peers[r];
 		if (r == vd_mpi.rank)
 			continue;
 		p->t = &W.t[vd_place_via(r)];
 		pool_carve(p, &cursor[vd_place_via(r)]);
-		err = vi_create(p, r);
 	}
-	return err ? err : connect_all();
+	if (!W.lazy)
+		return connect_all();
+	for (int k = 0; k < VD_T_N; k++) {
+		nic[k] = W.t[k].nic;
+		cq[k] = W.t[k].cq;
+	}
+	return vd_conn_start(nic, cq);
+}
+
+/* VIADUCT_DEBUG=1: how many VIs this rank had (the tests count them). */
+static void report_connections(void)
+{
+	uint64_t dbg = 0;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg || !W.peers)
+		return;
+	fprintf(stderr, "viaduct MPI: rank %d: %d connections (%s)\n", vd_mpi.rank, W.nlive,
+		W.lazy ? "lazy" : "eager");
 }
 
 /* What never went out (a job ending with sends no one received). */
@@ -384,6 +410,9 @@ static void drop_queued(struct peer *p)
 
 void vd_wire_finalize(void)
 {
+	if (W.lazy && W.peers && vd_mpi.size > 1)
+		vd_conn_stop();
+	report_connections();
 	for (int r = 0; W.peers && r < vd_mpi.size; r++) {
 		drop_queued(&W.peers[r]);
 		if (!W.peers[r].vi)
@@ -404,6 +433,7 @@ void vd_wire_finalize(void)
 	}
 	vd_place_finalize();
 	free(W.peers);
+	free(W.live);
 	memset(&W, 0, sizeof(W));
 }
 
@@ -557,9 +587,11 @@ static int drain(struct peer *p)
 static int submit(int peer, struct pending *q)
 {
 	struct peer *p = &W.peers[peer];
-	struct slot *s = p->pend_head ? NULL : slot_take(p);
+	struct slot *s = p->pend_head || !p->vi ? NULL : slot_take(p);
 	struct pending *c;
 
+	if (!p->vi)
+		want(p, peer);
 	if (s) {
 		start(p, s, q);
 		return 0;
@@ -622,7 +654,9 @@ int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t l
 		return -EMSGSIZE;
 	if (m->type == VD_MSG_CTS)
 		W.imm_expected++;
-	if (!p->msg_head && viaduct_ring_send(p->vi, m, (VIP_UINT32)hlen, payload,
+	if (!p->vi)
+		want(p, peer);
+	else if (!p->msg_head && viaduct_ring_send(p->vi, m, (VIP_UINT32)hlen, payload,
 					      (VIP_UINT32)len) == VIP_SUCCESS)
 		return 0;
 	return queue_msg(p, m, hlen, payload, len);
@@ -760,11 +794,17 @@ static int progress_peer(struct peer *p, int peer)
 
 static void idle_wait(void)
 {
-	for (int r = 0; r < vd_mpi.size; r++) {
-		if (W.peers[r].msg_head) {
+	for (int i = 0; i < W.nlive; i++) {
+		if (W.peers[W.live[i]].msg_head) {
 			sched_yield();
 			return;
 		}
+	}
+	/* A connection we wait for comes from another thread, which rings
+	 * no bell: look often. */
+	if (W.nwaiting) {
+		vd_conn_check();
+		W.idle_ms = 1;
 	}
 	/* Read under the lock: the sleep below may run without it. */
 	unsigned ms = W.idle_ms, nset = W.nset;
@@ -792,9 +832,10 @@ static int progress_wire(bool block)
 
 	if (vd_mpi.size == 1 || !W.nset)
 		return 0;
-	for (int r = 0; r < vd_mpi.size; r++)
-		if (r != vd_mpi.rank)
-			n += progress_peer(&W.peers[r], r);
+	if (W.lazy)
+		adopt_new();
+	for (int i = 0; i < W.nlive; i++)
+		n += progress_peer(&W.peers[W.live[i]], W.live[i]);
 	/* Only immediates (and flushes at the end) arrive there. */
 	if (!W.imm_expected && ++W.cq_skipped < 64 && !block)
 		return n;

@@ -80,6 +80,8 @@ static const struct param params[] = {
 	  "force one protocol for every message" },
 	{ "VIADUCT_MPI_NET", PT_CHOICE, "auto", 0, 0, "auto|shm|ofi",
 	  "how MPI ranks reach each other: auto (shm inside a host, ofi between hosts), shm, ofi" },
+	{ "VIADUCT_MPI_CONNECT", PT_CHOICE, "lazy", 0, 0, "lazy|eager",
+	  "when MPI ranks connect: lazy (a pair on its first message), eager (every pair at MPI_Init)" },
 	{ "VIADUCT_MPI_COLL_HIER", PT_BOOL, "1", 0, 0, NULL,
 	  "0: collectives ignore the hosts (flat algorithms even across hosts)" },
 	{ "VIADUCT_MPI_COLL_SHM", PT_BOOL, "1", 0, 0, NULL,

@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,32 @@ static int wait_until(struct vd_ofi_nic *on, bool (*pred)(void *), void *arg, ui
 	return 0;
 }
 
+/* The same for a listener (VipConnectWait), which moves nothing itself:
+ * the service thread, or an application thread in a CQ wait, handles an
+ * arriving request and signals on->cond.  A thread parked in
+ * VipConnectWait (a server's listener next to threads that move data)
+ * then never holds the progress lock against them -- that made every
+ * message of theirs a hand-off between threads. */
+static int wait_passive(struct vd_ofi_nic *on, bool (*pred)(void *), void *arg,
+			uint64_t deadline)
+{
+	while (!pred(arg)) {
+		uint64_t now = vd_now_ns(), slice = 50000000u;
+		struct timespec ts;
+
+		if (deadline && now >= deadline)
+			return -ETIMEDOUT;
+		if (deadline && deadline - now < slice)
+			slice = deadline - now;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		slice += (uint64_t)ts.tv_nsec;
+		ts.tv_sec += (time_t)(slice / 1000000000u);
+		ts.tv_nsec = (long)(slice % 1000000000u);
+		(void)pthread_cond_timedwait(&on->cond, &on->lock, &ts);
+	}
+	return 0;
+}
+
 static uint64_t deadline_of(int timeout_ms)
 {
 	return timeout_ms < 0 ? 0 : vd_now_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -457,7 +484,8 @@ int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int ti
 			  local->DiscriminatorLen, &err);
 	if (li) {
 		li->waiters++;
-		err = wait_until(on, has_req, li, deadline);
+		err = on->service_started ? wait_passive(on, has_req, li, deadline)
+					  : wait_until(on, has_req, li, deadline);
 		li->waiters--;
 	}
 	if (!err) {
@@ -472,7 +500,9 @@ int vd_ofi_connect_wait(struct vd_nic *nic, const VIP_NET_ADDRESS *local, int ti
 void vd_ofi_conn_req_info(struct vd_conn_req *req, VIP_NET_ADDRESS *remote,
 			  size_t remote_room, VIP_VI_ATTRIBUTES *attrs)
 {
-	size_t need = sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + req->cm.disc_len;
+	/* The core passes the room of an address like the listener's own:
+	 * header, host and discriminator, without sizeof's padding. */
+	size_t need = offsetof(VIP_NET_ADDRESS, HostAddress) + VD_OFI_ADDR_LEN + req->cm.disc_len;
 
 	memset(attrs, 0, sizeof(*attrs));
 	attrs->ReliabilityLevel = req->cm.reliability;

@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Lazy connections (VIADUCT_MPI_CONNECT=lazy, the default): a ring makes
+# 2 connections a rank, MPI_Init and MPI_Finalize alone none, and every
+# first-message case works (a rendezvous as the first message, from both
+# sides at once; MPI_ANY_SOURCE from peers that never sent; collectives,
+# a nonblocking one and a window over all pairs) under the default and
+# forced protocols, over shm and over ofi; eager start-up still connects
+# every pair.  The counts come from VIADUCT_DEBUG=1's report at
+# MPI_Finalize.
+. "$(dirname "$0")/mpi/runlib.sh"
+mt_need lazy
+
+# lazy_count LABEL N WANT [VAR=VALUE...] -- ARGS: every rank reports WANT
+# connections.
+lazy_count() {
+	local label=$1 n=$2 want=$3 out got bad
+	shift 3
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+	shift
+	out=$(env VIADUCT_DEBUG=1 "${envs[@]}" timeout -k 5 "$MT_TIMEOUT" "$VDRUN" -n "$n" \
+		"$(mt_prog lazy)" "$@" 2>&1)
+	got=$(grep -c "connections (" <<<"$out")
+	bad=$(grep "connections (" <<<"$out" | grep -vc ": $want connections (")
+	if [ "$got" != "$n" ] || [ "$bad" != 0 ]; then
+		mt_bad "$label n=$n: want $want connections on each of $n ranks"
+		grep -E "connections \(|FAIL|viaduct MPI" <<<"$out" | head -20 | sed 's/^/     | /'
+	else
+		mt_ok "$label n=$n ($want connections a rank)"
+	fi
+}
+
+for n in $MT_RANKS; do
+	ring=$((n - 1 < 2 ? n - 1 : 2))
+	lazy_count "ring" "$n" "$ring" -- ring
+	lazy_count "init only" "$n" 0 -- init
+	lazy_count "all pairs at once" "$n" $((n - 1)) -- storm
+	lazy_count "every case" "$n" $((n - 1)) -- all
+	lazy_count "ring, eager start-up" "$n" $((n - 1)) VIADUCT_MPI_CONNECT=eager -- ring
+	mt_run "every case, rendezvous" "$n" VIADUCT_MPI_PROTOCOL=rndv -- lazy
+	mt_run "every case, get" "$n" VIADUCT_MPI_PROTOCOL=get -- lazy
+	mt_run "every case, eager start-up" "$n" VIADUCT_MPI_CONNECT=eager -- lazy
+done
+
+if VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
+	mt_need_ofi
+	for n in $MT_RANKS; do
+		ring=$((n - 1 < 2 ? n - 1 : 2))
+		lazy_count "ring over ofi" "$n" "$ring" VIADUCT_MPI_NET=ofi VIADUCT_OFI_PROVIDER=tcp -- ring
+		lazy_count "every case over ofi" "$n" $((n - 1)) VIADUCT_MPI_NET=ofi \
+			VIADUCT_OFI_PROVIDER=tcp -- all
+		lazy_count "all pairs at once over ofi" "$n" $((n - 1)) VIADUCT_MPI_NET=ofi \
+			VIADUCT_OFI_PROVIDER=tcp -- storm
+		mt_run "every case over ofi, rendezvous" "$n" VIADUCT_MPI_NET=ofi \
+			VIADUCT_OFI_PROVIDER=tcp VIADUCT_MPI_PROTOCOL=rndv -- lazy
+	done
+else
+	echo "(the ofi provider cannot open here: its cases are skipped)"
+fi
+mt_done
