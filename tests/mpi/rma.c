@@ -74,12 +74,16 @@ static void test_fence(void)
 	for (int i = 0; i < N * 8; i++)
 		base[i] = -1;
 	MPI_OK(MPI_Win_fence(0, win));
+	/* An origin buffer may not change before its epoch ends: one row
+	 * per target. */
+	int *rows = mt_malloc((size_t)n * per * sizeof(int));
 	for (int t = 0; t < n; t++) {
 		for (int i = 0; i < per; i++)
-			src[i] = val(mt_rank, t, i);
-		MPI_OK(MPI_Put(src, per, MPI_INT, t, mt_rank * per, per, MPI_INT, win));
+			rows[t * per + i] = val(mt_rank, t, i);
+		MPI_OK(MPI_Put(rows + t * per, per, MPI_INT, t, mt_rank * per, per, MPI_INT, win));
 	}
 	MPI_OK(MPI_Win_fence(0, win));
+	free(rows);
 	for (int s = 0; s < n; s++)
 		for (int i = 0; i < per; i++)
 			CHECK(base[s * per + i] == val(s, mt_rank, i), "put from %d [%d] = %d",
@@ -378,8 +382,8 @@ static void test_lock_all_requests(void)
 	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
 	MPI_OK(MPI_Win_lock_all(0, win));
 	for (int t = 0; t < mt_size; t++) {
-		src[0] = val(mt_rank, t, 0);
-		MPI_OK(MPI_Put(src, 1, MPI_INT, t, 1 + mt_rank, 1, MPI_INT, win));
+		src[t] = val(mt_rank, t, 0);    /* untouched until the flush */
+		MPI_OK(MPI_Put(&src[t], 1, MPI_INT, t, 1 + mt_rank, 1, MPI_INT, win));
 	}
 	MPI_OK(MPI_Win_flush_all(win));
 	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
