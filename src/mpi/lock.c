@@ -64,55 +64,6 @@ void vd_lock_init(void)
 	cond_ready = true;
 }
 
-/* Whether the caller may sleep in the CQs: true makes it the sleeper,
- * with the lock let go until vd_lock_wake_all. */
-bool vd_lock_sleep_begin(int *saved)
-{
-	*saved = 0;
-	if (!multiple() || depth == 0)
-		return true;
-	if (sleeper)
-		return false;
-	sleeper = true;
-	*saved = depth;
-	depth = 0;
-	pthread_mutex_unlock(&big);
-	return true;
-}
-
-void vd_lock_sleep_end(int saved)
-{
-	if (!saved)
-		return;
-	pthread_mutex_lock(&big);
-	depth = saved;
-	sleeper = false;
-	pthread_cond_broadcast(&progressed);
-}
-
-/* Another thread sleeps in the CQs: wait for it or for any progress, at
- * most ms milliseconds. */
-void vd_lock_wait_progress(unsigned ms)
-{
-	struct timespec until;
-	int saved = depth;
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += (long)ms * 1000000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
-	depth = 0;
-	(void)pthread_cond_timedwait(&progressed, &big, &until);
-	depth = saved;
-}
-
-/* Progress completed something: threads waiting for it look again. */
-void vd_lock_progressed(void)
-{
-	if (multiple() && cond_ready)
-		pthread_cond_broadcast(&progressed);
-}
-
 /* Let go of the lock entirely for a wait that touches no state of the
  * library (a node-local collective waiting in its segment, coll_shm.c),
  * so other threads run their own communicators' operations meanwhile.
@@ -134,4 +85,50 @@ void vd_lock_reacquire(int saved)
 		return;
 	pthread_mutex_lock(&big);
 	depth = saved;
+}
+
+/* Whether the caller may sleep in the CQs: true makes it the sleeper,
+ * with the lock let go until vd_lock_sleep_end. */
+bool vd_lock_sleep_begin(int *saved)
+{
+	*saved = 0;
+	if (!multiple() || depth == 0)
+		return true;
+	if (sleeper)
+		return false;
+	sleeper = true;
+	*saved = vd_lock_release();
+	return true;
+}
+
+void vd_lock_sleep_end(int saved)
+{
+	if (!saved)
+		return;
+	vd_lock_reacquire(saved);
+	sleeper = false;
+	pthread_cond_broadcast(&progressed);
+}
+
+/* Another thread sleeps in the CQs: wait for it or for any progress, at
+ * most ms milliseconds. */
+void vd_lock_wait_progress(unsigned ms)
+{
+	struct timespec until;
+	int saved = depth;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)ms * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	depth = 0;
+	(void)pthread_cond_timedwait(&progressed, &big, &until);
+	depth = saved;
+}
+
+/* Progress completed something: threads waiting for it look again. */
+void vd_lock_broadcast(void)
+{
+	if (cond_ready)
+		pthread_cond_broadcast(&progressed);
 }

@@ -94,7 +94,16 @@ void vd_lock_init(void);
 bool vd_lock_sleep_begin(int *saved);
 void vd_lock_sleep_end(int saved);
 void vd_lock_wait_progress(unsigned ms);
-void vd_lock_progressed(void);
+void vd_lock_broadcast(void);
+/* Progress completed something: threads waiting for it look again.
+ * Inline: it runs on every completion, and below MULTIPLE it is one
+ * branch. */
+static inline void vd_lock_progressed(void)
+{
+	if (__builtin_expect(__atomic_load_n(&vd_mpi.thread_level, __ATOMIC_RELAXED) ==
+			     MPI_THREAD_MULTIPLE, 0))
+		vd_lock_broadcast();
+}
 /* Around a wait that touches nothing of the library's (coll_shm.c):
  * the lock let go entirely, and taken back. */
 int vd_lock_release(void);
