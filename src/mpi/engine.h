@@ -208,6 +208,11 @@ void vd_wire_finalize(void);
 /* Send a header (+ payload of len bytes, copied) to world rank peer;
  * queues r (if given) when no send slot is free.  0 or -errno. */
 int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len);
+/* The same without copying the payload when it must wait for ring space:
+ * it is read from `payload` when it goes, and `done` (if given) is then
+ * completed.  0 sent now, 1 queued, or -errno. */
+int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
+		     struct vd_req *done);
 /* RDMA on behalf of request r: read into local [data,len) from the peer's
  * raddr, or write local data to raddr with immediate imm (which consumes
  * a receive at the peer).  vd_proto_read_done/write_done(r, err) follow
@@ -264,6 +269,8 @@ void vd_win_arrived(int peer, const struct vd_msg *m, const void *payload, size_
 /* req.c: matching queues, in post / arrival order. */
 struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag);
 void vd_post_recv(struct vd_req *r);
+/* Some receive is posted and not yet matched. */
+bool vd_recv_posted_any(void);
 bool vd_unpost_recv(struct vd_req *r);
 void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
 /* First unexpected message matching; `take` removes it (caller frees

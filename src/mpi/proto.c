@@ -12,7 +12,10 @@
  *               provider exists).
  *   split       (auto, from VIADUCT_MPI_SPLIT_MIN bytes) get and rendezvous
  *               at once: the receiver reads the first half while the
- *               sender writes the second, so two cores copy.
+ *               sender writes the second, so two cores copy -- unless
+ *               the sender has receives of its own posted: their copies
+ *               will keep its core busy (both directions at once ran
+ *               at 0.7-0.8x of plain get from 256 KiB to 1 MiB).
  * VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto forces one (eager only up to
  * the eager buffer size), VIADUCT_MPI_EAGER_MAX sets the switch point and
  * VIADUCT_MPI_LARGE=get|rndv the protocol above it.
@@ -80,19 +83,23 @@ static struct vd_msg msg_for(const struct vd_req *r, enum vd_msg_type type)
 
 /* ---- sending ------------------------------------------------------------------ */
 
+/* The payload is read from the request's buffer when it goes out, so the
+ * request completes then: at once when the ring has room, else when the
+ * wire drains its queue (a synchronous send on the receiver's ack). */
 static int send_eager(struct vd_req *r)
 {
 	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
+	bool sync = r->mode == VD_SEND_SYNC;
 	int err;
 
 	m.len = r->bytes;
 	m.sreq = r->id;
-	if (r->mode == VD_SEND_SYNC)
+	if (sync)
 		m.flags |= VD_MSGF_SYNC;
-	err = vd_wire_send(r->peer, &m, r->data, r->bytes);
-	if (!err && r->mode != VD_SEND_SYNC)
-		vd_req_complete(r, MPI_SUCCESS);        /* the data is copied */
-	return err;
+	err = vd_wire_send_ref(r->peer, &m, r->data, r->bytes, sync ? NULL : r);
+	if (err == 0 && !sync)
+		vd_req_complete(r, MPI_SUCCESS);
+	return err < 0 ? err : 0;
 }
 
 static int send_rts(struct vd_req *r, enum proto p)
@@ -108,7 +115,7 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
 	if (p == P_GET && !forcing && split_min && r->bytes >= split_min &&
-	    r->bytes <= UINT32_MAX)
+	    r->bytes <= UINT32_MAX && !vd_recv_posted_any())
 		m.flags |= VD_MSGF_SPLIT;
 	return vd_wire_send(r->peer, &m, NULL, 0);
 }

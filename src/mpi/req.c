@@ -175,6 +175,11 @@ void vd_post_recv(struct vd_req *r)
 	posted_tail = &r->next;
 }
 
+bool vd_recv_posted_any(void)
+{
+	return posted_head != NULL;
+}
+
 /* Take a posted receive out of the queue (MPI_Cancel); false if it was
  * already matched. */
 bool vd_unpost_recv(struct vd_req *r)

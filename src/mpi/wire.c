@@ -40,9 +40,15 @@ struct slot {
 };
 
 /* A message the ring had no room for: header and payload, copied. */
+/* A message waiting for ring space: the header is copied; the payload
+ * too, unless `ref` points at a send request's own buffer, which stays
+ * untouched until the request completes (`done`, if set, on its way
+ * out) -- a window of sends to a busy peer then costs no extra copy. */
 struct queued_msg {
 	struct queued_msg *next;
 	uint32_t hlen, len;
+	const void *ref;
+	struct vd_req *done;
 	uint8_t bytes[];
 };
 
@@ -609,17 +615,19 @@ static int submit(int peer, struct pending *q)
 /* ---- messages ------------------------------------------------------------------------ */
 
 static int queue_msg(struct peer *p, const void *hdr, size_t hlen, const void *payload,
-		     size_t len)
+		     size_t len, bool by_ref, struct vd_req *done)
 {
-	struct queued_msg *q = malloc(sizeof(*q) + hlen + len);
+	struct queued_msg *q = malloc(sizeof(*q) + hlen + (by_ref ? 0 : len));
 
 	if (!q)
 		return -ENOMEM;
 	q->next = NULL;
 	q->hlen = (uint32_t)hlen;
 	q->len = (uint32_t)len;
+	q->ref = by_ref ? payload : NULL;
+	q->done = done;
 	memcpy(q->bytes, hdr, hlen);
-	if (len)
+	if (len && !by_ref)
 		memcpy(q->bytes + hlen, payload, len);
 	*p->msg_tail = q;
 	p->msg_tail = &q->next;
@@ -633,16 +641,32 @@ static int drain_msgs(struct peer *p)
 
 	while (p->msg_head) {
 		struct queued_msg *q = p->msg_head;
-		if (viaduct_ring_send(p->vi, q->bytes, q->hlen, q->bytes + q->hlen,
-				      q->len) != VIP_SUCCESS)
+		const void *payload = q->ref ? q->ref : q->bytes + q->hlen;
+		if (viaduct_ring_send(p->vi, q->bytes, q->hlen, payload, q->len) != VIP_SUCCESS)
 			break;          /* full (or gone: the error callback says) */
 		p->msg_head = q->next;
 		if (!p->msg_head)
 			p->msg_tail = &p->msg_head;
+		if (q->done)
+			vd_req_complete(q->done, MPI_SUCCESS);
 		free(q);
 		n++;
 	}
 	return n;
+}
+
+/* Into the ring now, behind nothing queued: true. */
+static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hlen,
+		     const void *payload, size_t len)
+{
+	if (m->type == VD_MSG_CTS)
+		W.imm_expected++;
+	if (!p->vi) {
+		want(p, peer);
+		return false;
+	}
+	return !p->msg_head && viaduct_ring_send(p->vi, m, (VIP_UINT32)hlen, payload,
+						 (VIP_UINT32)len) == VIP_SUCCESS;
 }
 
 int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
@@ -652,14 +676,24 @@ int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t l
 
 	if (hlen + len > VIADUCT_RING_MAX_MSG)
 		return -EMSGSIZE;
-	if (m->type == VD_MSG_CTS)
-		W.imm_expected++;
-	if (!p->vi)
-		want(p, peer);
-	else if (!p->msg_head && viaduct_ring_send(p->vi, m, (VIP_UINT32)hlen, payload,
-					      (VIP_UINT32)len) == VIP_SUCCESS)
+	if (send_now(p, peer, m, hlen, payload, len))
 		return 0;
-	return queue_msg(p, m, hlen, payload, len);
+	return queue_msg(p, m, hlen, payload, len, false, NULL);
+}
+
+int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
+		     struct vd_req *done)
+{
+	struct peer *p = &W.peers[peer];
+	size_t hlen = vd_msg_hdr_len(m->type);
+	int err;
+
+	if (hlen + len > VIADUCT_RING_MAX_MSG)
+		return -EMSGSIZE;
+	if (send_now(p, peer, m, hlen, payload, len))
+		return 0;
+	err = queue_msg(p, m, hlen, payload, len, true, done);
+	return err ? err : 1;
 }
 
 int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,

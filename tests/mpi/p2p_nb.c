@@ -430,10 +430,45 @@ static void test_test_loop(void)
 	free(r);
 }
 
+/* A window of eager sends larger than the peer's message ring: those that
+ * wait for room are sent from the user's buffer, so each request may
+ * complete only once its message is out -- a buffer overwritten the
+ * moment its request completes must still arrive intact. */
+static void test_window_reuse(void)
+{
+	enum { W = 64, LEN = 8000 };
+	unsigned char *s = mt_malloc((size_t)W * LEN), *r = mt_malloc(LEN);
+	MPI_Request q[W];
+	int left_open = W;
+
+	mt_phase = "window_reuse";
+	for (int j = 0; j < W; j++) {
+		mt_fill(s + (size_t)j * LEN, LEN, mt_rank, 100 + j);
+		MPI_OK(MPI_Isend(s + (size_t)j * LEN, LEN, MPI_BYTE, right, 100 + j,
+				 MPI_COMM_WORLD, &q[j]));
+	}
+	while (left_open) {
+		int idx, flag;
+		MPI_OK(MPI_Testany(W, q, &idx, &flag, MPI_STATUS_IGNORE));
+		if (flag && idx != MPI_UNDEFINED) {
+			memset(s + (size_t)idx * LEN, 0xee, LEN);
+			left_open--;
+		}
+		if (mt_size > 1 && mt_rank % 2 == 0 && left_open == W)
+			mt_sleep_ms(1);         /* let the rings fill */
+	}
+	for (int j = 0; j < W; j++) {
+		MPI_OK(MPI_Recv(r, LEN, MPI_BYTE, left, 100 + j, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+		CHECK(mt_verify(r, LEN, left, 100 + j) < 0, "window message %d: wrong data", j);
+	}
+	free(s);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	static void (*const tests[])(void) = {
-		test_waitall, test_completion_calls, test_posted_unexpected, test_ssend,
+		test_waitall, test_window_reuse, test_completion_calls, test_posted_unexpected, test_ssend,
 		test_rsend, test_bsend, test_cancel_free, test_test_loop,
 	};
 
