@@ -26,4 +26,19 @@ for n in 4 7; do
 		mt_ok "oversub n=$n on cores 0,1: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
 	fi
 done
+# The spin budget: a full one for ranks pinned one per core (pinning
+# alone is not oversubscription), a short one for more ranks than cores.
+spin_of() {     # n bind -> the budgets the ranks report, sorted, unique
+	VIADUCT_DEBUG=1 timeout -k 5 60 taskset -c 0,1 "$VDRUN" -n "$1" --bind-to "$2" "$prog" 1 2>&1 |
+		sed -n 's/.*a blocking wait spins \([0-9]*\) us.*/\1/p' | sort -u | tr '\n' ' '
+}
+for c in "2 core 20 " "2 none 20 " "4 none 1 "; do
+	set -- $c
+	got=$(spin_of "$1" "$2")
+	if [ "$got" = "$3 " ]; then
+		mt_ok "spin budget, $1 ranks on 2 cores, --bind-to $2: $3 us"
+	else
+		mt_bad "spin budget, $1 ranks on 2 cores, --bind-to $2: '$got' us, want $3"
+	fi
+done
 mt_done

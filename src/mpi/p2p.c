@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "win.h"
@@ -32,15 +33,28 @@ struct vd_idle {
  * spinning only delays it (4 ranks on 2 CPUs: an allreduce over the
  * fabric took 2.4x as long with a 64-poll spin, about 300 us of system
  * calls). */
+/* The CPUs this host's ranks share: our own set joined with our
+ * launcher's (the parent: vdrun, its proxy, Hydra's or Slurm's), over
+ * whose set a launcher that pins spreads its ranks -- a rank pinned to
+ * one core is not by itself a sign of more ranks than cores. */
+static int host_cpus(void)
+{
+	cpu_set_t own, parent;
+
+	if (sched_getaffinity(0, sizeof(own), &own))
+		return 1;
+	if (sched_getaffinity(getppid(), sizeof(parent), &parent) == 0)
+		CPU_OR(&own, &own, &parent);
+	return CPU_COUNT(&own);
+}
+
 static uint64_t spin_ns(void)
 {
 	static int64_t cached = -1;
 	uint64_t us = 20;
 
 	if (cached < 0) {
-		cpu_set_t cpus;
-		if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
-		    vd_place_local_ranks() > CPU_COUNT(&cpus))
+		if (vd_place_local_ranks() > host_cpus())
 			us = 1;
 		(void)viaduct_param_uint("VIADUCT_MPI_SPIN_US", us, &us);      /* checked at init */
 		cached = (int64_t)us * 1000;

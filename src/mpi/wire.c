@@ -322,6 +322,8 @@ static void report_transports(void)
 	fprintf(stderr, "viaduct MPI: rank %d: peers through shm:%s%s; through ofi:%s%s\n",
 		vd_mpi.rank, count[0] ? line[0] : " none", count[0] > 64 ? " ..." : "",
 		count[1] ? line[1] : " none", count[1] > 64 ? " ..." : "");
+	fprintf(stderr, "viaduct MPI: rank %d: a blocking wait spins %llu us before it sleeps\n",
+		vd_mpi.rank, (unsigned long long)(vd_spin_budget_ns() / 1000));
 }
 
 /* Every transport this rank reaches a peer through; shm alone when none
