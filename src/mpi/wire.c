@@ -39,7 +39,6 @@ struct slot {
 	struct vd_req *req;
 };
 
-/* A message the ring had no room for: header and payload, copied. */
 /* A message waiting for ring space: the header is copied; the payload
  * too, unless `ref` points at a send request's own buffer, which stays
  * untouched until the request completes (`done`, if set, on its way
