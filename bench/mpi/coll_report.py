@@ -92,14 +92,14 @@ def summary(op, ranks, rows):
 def print_op(op, ranks, rows):
     present = [(k, name) for k, name in LIBS if any(k in r["us"] for r in rows)]
     cols = [("bytes", 9)] + [(name, 12) for _, name in present] + \
-        [("better", 9), ("vd/better", 9), ("", 4)]
+        [("best", 9), ("vd/best", 8), ("", 4)]
     names = dict(LIBS)
     table = []
     for r in rows:
         table.append([size_name(r["bytes"])] + [fmt(r["us"].get(k), 3) for k, _ in present] +
                      [names.get(r["better"], "-"), fmt(r["ratio"]), "MISS" if r["miss"] else ""])
     k = min((r["rounds"] for r in rows), default=0)
-    print_table("%s, %d ranks (us per call, median of %d round%s; vd/better = viaduct / the "
+    print_table("%s, %d ranks (us per call, median of %d round%s; vd/best = viaduct / the "
                 "better of Open MPI and MPICH, MISS above %.1f)"
                 % (op, ranks, k, "" if k == 1 else "s", TARGET), cols, table)
     print("  summary: " + summary(op, ranks, rows) + "\n")
