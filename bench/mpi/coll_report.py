@@ -107,7 +107,7 @@ def print_op(op, ranks, rows):
 
 def write_csv(path, tables):
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(CSV_COLUMNS)
         for op, ranks, rows in tables:
             for r in rows:
