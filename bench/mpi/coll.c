@@ -22,7 +22,8 @@
  * followed by an untimed MPI_Barrier, so that no call overlaps the next
  * (a root running ahead of its receivers would otherwise look fast); its
  * figure is the slowest rank's mean time per call (MPI_Allreduce/MPI_MAX
- * after the loop).  The table shows the median and the minimum over runs.
+ * after the loop); --time is the wall time of a run, barriers included.
+ * The table shows the median and the minimum over runs.
  *
  * Built with -DCOLL_OP=NAME, --op defaults to NAME (bench/mpi/run.sh keeps
  * its mpi_allreduce that way).  Plain MPI: builds with vdcc, mpicc.openmpi,
@@ -53,6 +54,7 @@ struct coll {
 	struct bench_ctx *b;
 	const struct coll_op *op;
 	void *in, *out;         /* max_size x ranks bytes each */
+	double wall;            /* seconds the last run took, barriers included */
 };
 
 static int count_of(const struct coll *c, size_t size)
@@ -232,12 +234,13 @@ static const struct coll_op OPS[] = {
 
 static double coll_run(void *arg, size_t size, long n)
 {
-	const struct coll *c = arg;
+	struct coll *c = arg;
 	/* A barrier's call is its own separator. */
 	bool separate = !c->op->no_size;
 	double t = 0, slowest;
 
 	MPI_Barrier(MPI_COMM_WORLD);
+	double start = MPI_Wtime();
 	for (long i = 0; i < n; i++) {
 		double t0 = MPI_Wtime();
 		c->op->call(c, size);
@@ -245,20 +248,38 @@ static double coll_run(void *arg, size_t size, long n)
 		if (separate)
 			MPI_Barrier(MPI_COMM_WORLD);
 	}
+	c->wall = MPI_Wtime() - start;
 	slowest = t;
 	MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 	return slowest;
 }
 
+static double coll_wall(void *arg)
+{
+	return ((const struct coll *)arg)->wall;
+}
+
+/* Warm-up calls: up to 100 (10 from 64 KiB), but no more than a quarter
+ * of --time by one call's cost with its barrier, so that a library taking
+ * milliseconds a call (ranks outnumbering CPUs) does not spend seconds
+ * warming up.  Rank 0 decides (calibrate()), so every rank agrees. */
+static long warm_calls(struct coll *c, size_t size)
+{
+	long most = size >= 65536 ? 10 : 100;
+	coll_run(c, size, 1);
+	double one = c->wall > 0 ? c->wall : 1e-9;
+	return calibrate(c->b, one * 4, 1, 1, most);
+}
+
 static void measure(void *arg, size_t size)
 {
-	const struct coll *c = arg;
-	/* Microseconds per call. */
-	const struct timing t = { coll_run, arg, size >= 65536 ? 10 : 100,
-				  MIN_ITERS, MAX_ITERS, 1e6, false };
+	struct coll *c = arg;
 	double us[MAX_RUNS];
 
 	c->op->checked_call(c, size);
+	/* Microseconds per call. */
+	const struct timing t = { coll_run, arg, warm_calls(c, size),
+				  MIN_ITERS, MAX_ITERS, 1e6, false, coll_wall };
 	long n = timed_runs(c->b, size, &t, us);
 	report_runs(c->b, size, us, n, 3, false, "usec", "usec_min");
 	end_row(c->b);
@@ -345,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	print_header(&b, op->title);
 	size_t bytes = b.o.max_size * (size_t)b.size;
-	struct coll c = { &b, op, bench_alloc(bytes), bench_alloc(bytes) };
+	struct coll c = { &b, op, bench_alloc(bytes), bench_alloc(bytes), 0 };
 	if (b.rank == 0)
 		printf("%10s %12s %12s %10s\n", "bytes", "median us", "min us", "calls");
 	for_each_size(&b, measure, &c);

@@ -10,8 +10,8 @@
 # round runs every collective once per library, the order of the libraries
 # rotating from one run to the next; the report takes per size the median
 # over rounds, prints a table per collective and rank count with viaduct's
-# time over the better peer's (MISS where above 1.0), writes OUT/coll.csv
-# and OUT/coll-NAME.png.
+# time over the better peer's (MISS where above 1.0), writes them to
+# OUT/coll.txt and OUT/coll.csv, and draws OUT/coll-NAME.png.
 #
 # Usage: bench/mpi/coll.sh [--build DIR] [--out DIR] [--quick] [--rounds N]
 #                          [--ranks "2 4"] [--ops LIST] [--impl LIST]
@@ -48,7 +48,7 @@ P2P=0
 PYTHON=${PYTHON:-/usr/bin/python3}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 16,35p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 16,36p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 note() { printf 'coll.sh: %s\n' "$*" >&2; }
 
 while [ $# -gt 0 ]; do
@@ -186,7 +186,8 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 
-"$PYTHON" "$HERE/coll_report.py" --csv "$OUT/coll.csv" "$OUT"/raw/coll-*.csv || FAILED=1
+"$PYTHON" "$HERE/coll_report.py" --csv "$OUT/coll.csv" "$OUT"/raw/coll-*.csv | tee "$OUT/coll.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || FAILED=1
 "$PYTHON" "$HERE/coll_plot.py" "$OUT/coll.csv" "$OUT" || FAILED=1
-echo "coll.sh: tables above, $OUT/coll.csv, plots $OUT/coll-*.png, logs $OUT/logs"
+echo "coll.sh: tables above and in $OUT/coll.txt, $OUT/coll.csv, plots $OUT/coll-*.png, logs $OUT/logs"
 exit $FAILED
