@@ -71,8 +71,8 @@ for n in $RANKS; do
 	[ "$n" -ge 1 ] 2>/dev/null || { note "--ranks: '$n' is not a rank count"; exit 2; }
 done
 for op in $OPS; do
-	case " barrier bcast reduce allreduce allgather alltoall reduce_scatter_block " in
-	*" $op "*) ;;
+	case $op in
+	barrier|bcast|reduce|allreduce|allgather|alltoall|reduce_scatter_block) ;;
 	*) note "--ops: no collective '$op'"; exit 2 ;;
 	esac
 done
@@ -128,13 +128,13 @@ for impl in "${LIBS[@]}"; do build "$impl" || exit 1; done
 
 # launch IMPL N ARGS...: N ranks, bound one per core up to 2, else unbound.
 launch() {
-	local impl=$1 n=$2 bind=()
+	local impl=$1 n=$2 bind=() envs=()
 	shift 2
 	case $impl in
 	viaduct|viaduct-p2p)
 		[ "$n" -le 2 ] && bind=(--bind-to core)
-		env $([ "$impl" = viaduct-p2p ] && echo VIADUCT_MPI_COLL_SHM=0) \
-			timeout -k 5 "$TMO" "$BUILD/tools/vdrun" -n "$n" "${bind[@]}" \
+		[ "$impl" = viaduct-p2p ] && envs=(VIADUCT_MPI_COLL_SHM=0)
+		env "${envs[@]}" timeout -k 5 "$TMO" "$BUILD/tools/vdrun" -n "$n" "${bind[@]}" \
 			"$OUT/bin/mpi_coll.viaduct" "$@" ;;
 	openmpi)
 		bind=(--bind-to none --oversubscribe)
@@ -156,7 +156,8 @@ rm -f "$OUT"/raw/coll-*.csv "$OUT"/logs/*-n*.log
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 awk -v l="${LOAD%% *}" 'BEGIN { exit !(l > 0.5) }' &&
 	note "load average is $LOAD: other work competes for the CPUs; figures will scatter"
-ARGS=($QUICK)
+ARGS=()
+[ -n "$QUICK" ] && ARGS+=(--quick)
 [ -n "$MAX_SIZE" ] && ARGS+=(--max-size "$MAX_SIZE")
 set -- "${LIBS[@]}"
 for r in $(seq 1 "$ROUNDS"); do
