@@ -12,8 +12,9 @@
 #                  plus an install smoke test; summary at the end
 #   make install   PREFIX=/some/dir (default /usr/local)
 #   make bench     build + every benchmark (full; BENCH_ARGS=--quick): lmm, vipl, MPI
-#                  against Open MPI and MPICH (bench/mpi/run.sh; as root also
-#                  across two namespace hosts, bench/mpi/hosts.sh)
+#                  against Open MPI and MPICH (bench/mpi/run.sh, the collectives
+#                  bench/mpi/coll.sh; as root also across two namespace hosts,
+#                  bench/mpi/hosts.sh)
 #   make clean     remove every build directory
 
 # Debian packages needed to build, test and plot; one list, used by deps.
@@ -38,6 +39,9 @@ PYTHON ?= /usr/bin/python3
 BENCH_ARGS ?=
 VIPL_BENCH_ARGS ?= $(BENCH_ARGS)
 MPI_BENCH_ARGS ?= $(filter --quick,$(BENCH_ARGS))
+# bench/mpi/coll.sh (collectives on one node) gets the same --quick unless
+# COLL_BENCH_ARGS says otherwise (e.g. COLL_BENCH_ARGS="--ops allreduce --rounds 5").
+COLL_BENCH_ARGS ?= $(filter --quick,$(MPI_BENCH_ARGS))
 # make demo: bench/mpi/demo.py options (e.g. --timeout 30).
 DEMO_ARGS ?=
 
@@ -91,10 +95,12 @@ bench-run:
 	else echo "bench: VIA across hosts (bench/vipl/hosts.sh) needs root for network namespaces: skipped"; fi
 	PYTHON=$(PYTHON) bash bench/mpi/run.sh --build $(BUILD_DIR) --out $(BENCH_OUT) \
 		$(MPI_BENCH_ARGS)
+	PYTHON=$(PYTHON) bash bench/mpi/coll.sh --build $(BUILD_DIR) --out $(BENCH_OUT)/coll \
+		$(COLL_BENCH_ARGS)
 	@if [ "$$(id -u)" -eq 0 ]; then PYTHON=$(PYTHON) bash bench/mpi/hosts.sh $(BUILD_DIR) $(filter --quick --no-install,$(MPI_BENCH_ARGS)) \
 		| tee $(BENCH_OUT)/mpi-hosts.txt; \
 	else echo "bench: MPI across hosts (bench/mpi/hosts.sh) needs root for network namespaces: skipped"; fi
-	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png"
+	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi,coll/coll}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png and $(BENCH_OUT)/coll/coll-*.png"
 
 test: deps
 	@JOBS=$(JOBS) CMAKE=$(CMAKE) CTEST=$(CTEST) MAKE="$(MAKE)" bash tools/check.sh

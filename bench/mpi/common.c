@@ -237,7 +237,7 @@ void for_each_size(const struct bench_ctx *b, void (*measure)(void *arg, size_t 
 long timed_runs(const struct bench_ctx *b, size_t size, const struct timing *t, double *fig)
 {
 	double secs = t->run(t->arg, size, t->warm);
-	long n = calibrate(b, secs, t->warm, t->lo, t->hi);
+	long n = calibrate(b, t->wall ? t->wall(t->arg) : secs, t->warm, t->lo, t->hi);
 	for (int r = 0; r < b->o.runs; r++) {
 		secs = t->run(t->arg, size, n);
 		fig[r] = t->rate ? (double)n * t->unit / secs : secs * t->unit / (double)n;
@@ -281,7 +281,7 @@ void measure_bandwidth(const struct bench_ctx *b, size_t size, double bytes_per_
 		       double (*transfer)(void *arg, size_t size, long n), void *arg)
 {
 	const struct timing t = { transfer, arg, size >= 65536 ? 2 : 16, BW_MIN_ITERS,
-				  BW_MAX_ITERS, bytes_per_iter / MB, true };
+				  BW_MAX_ITERS, bytes_per_iter / MB, true, NULL };
 	double mbs[MAX_RUNS];
 	long n = timed_runs(b, size, &t, mbs);
 	report_runs(b, size, mbs, n, 1, true, "mb_per_s", "mb_per_s_max");

@@ -4,7 +4,7 @@
  * the table and the CSV.  Plain MPI (mpi.h only) so that every program
  * here builds unchanged with vdcc, mpicc.openmpi and mpicc.mpich.
  *
- * Every program is `PROG [options]`, run on 2 ranks (allreduce: any
+ * Every program is `PROG [options]`, run on 2 ranks (coll.c: any
  * number); rank 0 prints and writes the CSV.  Options (common_usage()):
  *   --label NAME   the case name in the table and the CSV (default: the
  *                  first word of MPI_Get_library_version)
@@ -93,6 +93,10 @@ struct timing {
 	long warm, lo, hi;
 	double unit;
 	bool rate;
+	/* Optional: rank 0's wall seconds of the last run, when more than the
+	 * seconds run() returns (calls timed apart from untimed barriers);
+	 * calibration then aims the whole run, not its timed part, at --time. */
+	double (*wall)(void *arg);
 };
 /* Fills fig[0 .. o.runs) on every rank; returns n. */
 long timed_runs(const struct bench_ctx *b, size_t size, const struct timing *t, double *fig);

@@ -76,7 +76,7 @@ static void measure(void *arg, size_t size)
 	const struct pingpong *pp = arg;
 	/* Half the round trip, in microseconds. */
 	const struct timing t = { pingpong_run, arg, size >= 65536 ? 20 : WARM_ITERS,
-				  MIN_ITERS, MAX_ITERS, 1e6 / 2, false };
+				  MIN_ITERS, MAX_ITERS, 1e6 / 2, false, NULL };
 	double us[MAX_RUNS];
 	checked_exchange(pp, size);
 	long n = timed_runs(pp->b, size, &t, us);

@@ -31,10 +31,15 @@ SEED = {
 LAT_TARGET = 0.8      # viaduct 8-byte latency <= 0.8 x Open MPI's
 BW_TARGET = 1.0       # viaduct bandwidth >= 1.0 x max(Open MPI, MPICH)
 BW_STRETCH = 1.3      # at 4 MiB
+# Every size: viaduct's time <= 1.0 x the better other's, its bandwidth
+# >= 1.0 x the better other's (the tables' MISS marks).
+PER_SIZE_TARGET = 1.0
 
 
 def side_by_side(data, section, metric, title, unit, lower_better):
-    """One row per size: the three libraries, then viaduct / each other."""
+    """One row per size: the three libraries, viaduct / each other, and
+    viaduct / the better other with MISS where the per-size target (1.0:
+    no slower, no less bandwidth) is missed; then a summary line."""
     series = {k: data.get((section, k, metric), {}) for k, _ in IMPLS}
     sizes = sorted(set().union(*[s.keys() for s in series.values()]))
     if not sizes:
@@ -42,22 +47,36 @@ def side_by_side(data, section, metric, title, unit, lower_better):
     present = [(k, n) for k, n in IMPLS if series[k]]
     cols = [("size", 8)] + [(n + " " + unit, 14) for _, n in present]
     others = [(k, n) for k, n in present if k != "viaduct"]
+    judge = bool(series["viaduct"] and others)
     if series["viaduct"]:
         cols += [("vd/" + n, 12) for _, n in others]
-        if not lower_better and len(others) > 1:
-            cols.append(("vd/best", 8))
-    rows = []
+    if judge:
+        cols += [("vd/best", 8), ("", 4)]
+    rows, ratios = [], []
     for s in sizes:
         vals = {k: series[k].get(s) for k, _ in present}
         r = [size_name(s)] + [fmt(vals[k]) for k, _ in present]
         if series["viaduct"]:
             r += [fmt(ratio(vals["viaduct"], vals[k])) for k, _ in others]
-            if not lower_better and len(others) > 1:
-                best = max((vals[k] for k, _ in others if vals[k]), default=None)
-                r.append(fmt(ratio(vals["viaduct"], best)))
+        if judge:
+            got = [vals[k] for k, _ in others if vals[k]]
+            best = (min(got) if lower_better else max(got)) if got else None
+            rb = ratio(vals["viaduct"], best)
+            miss = rb is not None and (rb > PER_SIZE_TARGET if lower_better
+                                       else rb < PER_SIZE_TARGET)
+            r += [fmt(rb), "MISS" if miss else ""]
+            if rb is not None:
+                ratios.append((s, rb, miss))
         rows.append(r)
     how = "lower is better" if lower_better else "higher is better"
-    print_table("%s (%s; vd/X = viaduct / X)" % (title, how), cols, rows)
+    print_table("%s (%s; vd/X = viaduct / X; vd/best: viaduct / the better other, "
+                "MISS %s %.1f)" % (title, how, "above" if lower_better else "below",
+                                   PER_SIZE_TARGET), cols, rows)
+    if ratios:
+        worst = (max if lower_better else min)(ratios, key=lambda t: t[1])
+        print("  summary: %s: misses %d of %d sizes, worst ratio %.2f at %s (target %s %.1f)\n"
+              % (section, sum(m for _, _, m in ratios), len(ratios), worst[1],
+                 size_name(worst[0]), "<=" if lower_better else ">=", PER_SIZE_TARGET))
 
 
 def half_point(bw):

@@ -144,12 +144,15 @@ compiler() {
 
 # The same sources, the same flags, one binary per program and library.
 build_impl() {
-	local impl=$1 cc p log=$WORK/logs/build-$1.log
+	local impl=$1 cc p src log=$WORK/logs/build-$1.log
 	cc=$(compiler "$impl")
 	: >"$log"
 	for p in $PROGS; do
-		echo "+ $cc -O2 -o mpi_$p.$impl $p.c common.c" >>"$log"
-		if ! "$cc" -O2 -o "$WORK/bin/mpi_$p.$impl" "$HERE/$p.c" "$HERE/common.c" >>"$log" 2>&1; then
+		# A program without a source of its own is a collective of coll.c.
+		src=("$HERE/$p.c")
+		[ -e "${src[0]}" ] || src=(-DCOLL_OP="$p" "$HERE/coll.c")
+		echo "+ $cc -O2 -o mpi_$p.$impl ${src[*]##*/} common.c" >>"$log"
+		if ! "$cc" -O2 -o "$WORK/bin/mpi_$p.$impl" "${src[@]}" "$HERE/common.c" >>"$log" 2>&1; then
 			skip "$impl" "building $p.c with $cc failed (see $log)"
 			FAILED=1
 			return 1
