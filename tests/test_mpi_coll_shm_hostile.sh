@@ -6,10 +6,11 @@
 # two-phase) or Allgather (one and several chunks), on 2, 3 and 4 ranks.
 # Whatever it does, no rank may crash (a signal, a sanitizer report) and
 # the job must end within a few seconds.  Beyond that, per attack:
-#   detect   counters made impossible, the hostile rank alive but gone
-#            quiet: the job ends non-zero with the library's "segment
-#            ... was overwritten" message (no other way out: a hang
-#            otherwise);
+#   detect   counters made impossible (or the pages dropped: zeros),
+#            in the middle of a collective or between two, and the
+#            hostile rank alive but gone quiet: the job ends non-zero
+#            with the library's "segment ... was overwritten" message
+#            (no other way out: a hang otherwise);
 #   correct  sleeper counts and spare bytes scribbled, or the segment's
 #            file cut short: every honest rank finishes with every
 #            result right;
@@ -33,16 +34,16 @@ undetected=0
 # of a rank that aborted the job, which exits holding what it held.
 crash_pattern='SIG(SEGV|BUS|ILL|FPE|ALRM)|terminated with signal|ERROR: AddressSanitizer|runtime error:|Segmentation fault'
 
-# run_case COLL ATTACK AFTER EXPECT
+# run_case COLL ATTACK AFTER EXPECT [now]
 run_case() {
-	local coll=$1 attack=$2 after=$3 expect=$4 n hostile rc t0 dt what results
+	local coll=$1 attack=$2 after=$3 expect=$4 when=${5:-} n hostile rc t0 dt what results
 	n=$((2 + case_no % 3))
 	hostile=$(((case_no / 3) % n))
 	case_no=$((case_no + 1))
-	what="$coll: rank $hostile of $n: $attack, then $after"
+	what="$coll: rank $hostile of $n: $attack${when:+ $when}, then $after"
 	t0=$(date +%s.%N)
 	timeout -k 2 $((BOUND * 3)) "$VDRUN" -n "$n" "$prog" "$coll" "$attack" "$after" \
-		"$hostile" >"$out" 2>"$mt_log"
+		"$hostile" $when >"$out" 2>"$mt_log"
 	rc=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
 	results=$(grep -c '^RESULT' "$out")
@@ -93,9 +94,10 @@ run_case() {
 }
 
 for coll in $COLLS; do
-	for attack in ahead behind max random own_ahead; do
+	for attack in ahead behind max random own_ahead remove; do
 		run_case "$coll" "$attack" stop detect
 	done
+	run_case "$coll" random stop detect now
 	run_case "$coll" sleepers continue correct
 	run_case "$coll" truncate continue correct
 	run_case "$coll" plus1 continue survive

@@ -2,14 +2,16 @@
 /*
  * A hostile member of a node-local collective's shared segment.
  *
- *   coll_shm_hostile COLL ATTACK AFTER HOSTILE
+ *   coll_shm_hostile COLL ATTACK AFTER HOSTILE [now]
  *
  * Every rank runs ROUNDS rounds of COLL on MPI_COMM_WORLD (barrier,
  * bcast, bcast_large, reduce, reduce_large, allreduce, allreduce_large,
  * allgather, allgather_large), each result checked.  Rank HOSTILE plays
  * fair until round ATTACK_ROUND; there it stays out of the collective
- * for a moment, so the others are inside it waiting, finds the segment's
- * mapping in its own /proc/self/maps and writes into it (ATTACK):
+ * for a moment, so the others are inside it waiting ("now": at once,
+ * between two collectives, whatever the others are doing), finds the
+ * segment's mapping in its own /proc/self/maps and writes into it
+ * (ATTACK):
  *
  *   ahead, behind   every member's phase counter moved 2^30 phases
  *   max             counters 0xffffffff, 0x7fffffff, 0x80000000, 0 in
@@ -20,6 +22,8 @@
  *   sleepers        every sleeper count and the lines' spare bytes
  *                   (0, 0xffffffff, random)
  *   data            random bytes over all data areas
+ *   remove          every page of the segment dropped (MADV_REMOVE: the
+ *                   others find zeros where the counters were)
  *   truncate        the segment's file cut to length 0 (through
  *                   /proc/self/map_files, which needs CAP_SYS_ADMIN)
  *
@@ -44,6 +48,7 @@
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #define ROUNDS 24
@@ -200,6 +205,10 @@ static void attack(const char *how, const struct segment *seg)
 	static const uint32_t extremes[] = { 0xffffffffu, 0x7fffffffu, 0x80000000u, 0 };
 	int n = mt_size;
 
+	/* Said first: the others may end the job before this rank gets on. */
+	printf("HOSTILE rank %d: %s on %zu bytes at %s\n", mt_rank, how, seg->len, seg->range);
+	fflush(stdout);
+
 	if (!strcmp(how, "ahead")) {
 		shift_counters(seg, 0, n - 1, 1u << 30);
 	} else if (!strcmp(how, "behind")) {
@@ -224,19 +233,21 @@ static void attack(const char *how, const struct segment *seg)
 		}
 	} else if (!strcmp(how, "data")) {
 		random_bytes(seg->base + CTL_LEN, seg->len - CTL_LEN);
+	} else if (!strcmp(how, "remove")) {
+		if (madvise(seg->base, seg->len, MADV_REMOVE) != 0)
+			printf("MADV_REMOVE failed: %s\n", strerror(errno));
 	} else if (!strcmp(how, "truncate")) {
 		cut_file(seg);
 	} else {
 		fprintf(stderr, "unknown attack %s\n", how);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	printf("HOSTILE rank %d: %s on %zu bytes at %s\n", mt_rank, how, seg->len, seg->range);
 	fflush(stdout);
 }
 
 /* Stay out of round `round` while the others wait in it, then attack;
  * true when this rank goes on with the rounds. */
-static bool turn_hostile(const char *how, const char *after)
+static bool turn_hostile(const char *how, const char *after, bool now)
 {
 	struct segment seg;
 
@@ -245,7 +256,8 @@ static bool turn_hostile(const char *how, const char *after)
 			"(the shared segment is not in use)\n", mt_rank);
 		MPI_Abort(MPI_COMM_WORLD, 3);
 	}
-	mt_sleep_ms(30);
+	if (!now)
+		mt_sleep_ms(30);
 	attack(how, &seg);
 	if (!strcmp(after, "stop")) {
 		mt_sleep_ms(30000);
@@ -262,8 +274,9 @@ int main(int argc, char **argv)
 	int hostile = -1, wrong = 0, checks = 0;
 
 	mt_init(&argc, &argv, 60);
-	if (argc != 5 || (hostile = atoi(argv[4])) < 0 || hostile >= mt_size) {
-		fprintf(stderr, "usage: %s COLL ATTACK stop|exit|continue HOSTILE\n", argv[0]);
+	if (argc < 5 || argc > 6 || (hostile = atoi(argv[4])) < 0 || hostile >= mt_size) {
+		fprintf(stderr, "usage: %s COLL ATTACK stop|exit|continue HOSTILE [now]\n",
+			argv[0]);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	for (int k = 0; k < NCOLL; k++)
@@ -276,7 +289,7 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	for (int r = 0; r < ROUNDS; r++) {
 		if (r == ATTACK_ROUND && mt_rank == hostile)
-			turn_hostile(argv[2], argv[3]);
+			turn_hostile(argv[2], argv[3], argc > 5 && !strcmp(argv[5], "now"));
 		wrong += run_round(c, r) > 0;
 		checks++;
 	}
