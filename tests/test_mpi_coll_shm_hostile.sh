@@ -22,7 +22,8 @@
 mt_need coll_shm_hostile
 prog=$(mt_prog coll_shm_hostile)
 shift
-COLLS=${*:-barrier bcast bcast_large reduce reduce_large allreduce allreduce_large allgather allgather_large}
+COLLS=${*:-barrier bcast bcast_large reduce reduce_large allreduce allreduce_large
+	allgather allgather_large}
 BOUND=${HOSTILE_BOUND:-5}        # seconds a case may take
 out=$(mktemp /tmp/mpitest-out.XXXXXX)
 trap 'rm -f "$mt_log" "$out"' EXIT
@@ -32,7 +33,8 @@ undetected=0
 # Lines that must never appear: a rank killed by a signal (vdrun names
 # it), the test's watchdog, a sanitizer -- except LeakSanitizer's report
 # of a rank that aborted the job, which exits holding what it held.
-crash_pattern='SIG(SEGV|BUS|ILL|FPE|ALRM)|terminated with signal|ERROR: AddressSanitizer|runtime error:|Segmentation fault'
+crash_pattern='SIG(SEGV|BUS|ILL|FPE|ALRM)|terminated with signal|ERROR: AddressSanitizer'
+crash_pattern+='|runtime error:|Segmentation fault'
 
 # run_case COLL ATTACK AFTER EXPECT [now]
 run_case() {
@@ -43,7 +45,7 @@ run_case() {
 	what="$coll: rank $hostile of $n: $attack${when:+ $when}, then $after"
 	t0=$(date +%s.%N)
 	timeout -k 2 $((BOUND * 3)) "$VDRUN" -n "$n" "$prog" "$coll" "$attack" "$after" \
-		"$hostile" $when >"$out" 2>"$mt_log"
+		"$hostile" ${when:+"$when"} >"$out" 2>"$mt_log"
 	rc=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
 	results=$(grep -c '^RESULT' "$out")
@@ -74,7 +76,8 @@ run_case() {
 				mt_ok "$what: every result right, ${dt}s"
 				return
 			fi
-			mt_bad "$what: exit $rc, $results of $((n - 1)) ranks finished: $(grep '^RESULT' "$out" | tr '\n' ' ')";;
+			mt_bad "$what: exit $rc, $results of $((n - 1)) ranks finished:" \
+				"$(grep '^RESULT' "$out" | tr '\n' ' ')";;
 		survive)
 			local wrong
 			wrong=$(awk '/^RESULT/ { w += $5 } END { print w + 0 }' "$out")

@@ -6,15 +6,16 @@
  * Made on the communicator's first collective: the lowest rank creates a
  * memfd (its pages reserved, so a full tmpfs fails here and not with
  * SIGBUS later; sealed against resizing, which the others check, so no
- * member can cut it short under the others) and broadcasts its pid, fd number and the slot size over
- * point to point; every member opens it through /proc/PID/fd and maps it,
- * and the members swap their process ids (an allgather that doubles as
- * "everyone has it mapped"), after which the creator closes it: only the
- * mappings hold the memory and nothing ever had a name, so nothing
- * outlives the job.  Where /proc does not allow that, the same happens
- * with a POSIX shared memory object (random name, 0600) unlinked right
- * after the allgather.  A member that could not map it sends pid 0 and
- * everyone falls back to the point to point algorithms.
+ * member can cut it short under the others) and broadcasts its pid, fd
+ * number and the slot size over point to point; every member opens it
+ * through /proc/PID/fd and maps it, and the members swap their process
+ * ids (an allgather that doubles as "everyone has it mapped"), after
+ * which the creator closes it: only the mappings hold the memory and
+ * nothing ever had a name, so nothing outlives the job.  Where /proc
+ * does not allow that, the same happens with a POSIX shared memory
+ * object (random name, 0600) unlinked right after the allgather.  A
+ * member that could not map it sends pid 0 and everyone falls back to
+ * the point to point algorithms.
  *
  * Waiting spins for the engine's spin budget, yields the CPU for a while
  * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
