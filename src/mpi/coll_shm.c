@@ -5,15 +5,17 @@
  *
  * Made on the communicator's first collective: the lowest rank creates a
  * memfd (its pages reserved, so a full tmpfs fails here and not with
- * SIGBUS later) and broadcasts its pid, fd number and the slot size over
- * point to point; every member opens it through /proc/PID/fd and maps it,
- * and the members swap their process ids (an allgather that doubles as
- * "everyone has it mapped"), after which the creator closes it: only the
- * mappings hold the memory and nothing ever had a name, so nothing
- * outlives the job.  Where /proc does not allow that, the same happens
- * with a POSIX shared memory object (random name, 0600) unlinked right
- * after the allgather.  A member that could not map it sends pid 0 and
- * everyone falls back to the point to point algorithms.
+ * SIGBUS later; sealed against resizing, which the others check, so no
+ * member can cut it short under the others) and broadcasts its pid, fd
+ * number and the slot size over point to point; every member opens it
+ * through /proc/PID/fd and maps it, and the members swap their process
+ * ids (an allgather that doubles as "everyone has it mapped"), after
+ * which the creator closes it: only the mappings hold the memory and
+ * nothing ever had a name, so nothing outlives the job.  Where /proc
+ * does not allow that, the same happens with a POSIX shared memory
+ * object (random name, 0600) unlinked right after the allgather.  A
+ * member that could not map it sends pid 0 and everyone falls back to
+ * the point to point algorithms.
  *
  * Waiting spins for the engine's spin budget, yields the CPU for a while
  * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
@@ -25,6 +27,8 @@
  * (MPI_THREAD_MULTIPLE), so other threads' communicators move meanwhile;
  * and every SHM_LIVENESS_NS a sleeper checks that its fellow members
  * still exist: a dead member ends the wait with -EIO instead of a hang.
+ * A counter read that no member can have published (plausible()) ends
+ * it with -EIO too, and the segment stays refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,11 +171,36 @@ static int reserve(int fd, size_t len)
 	return fd;
 }
 
+/* A memfd that nobody can shrink: a member that could (it had the fd
+ * open) would turn every other member's next access into SIGBUS. */
+#define SHM_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+static int sealed(int fd)
+{
+	if (fd >= 0 && fcntl(fd, F_ADD_SEALS, SHM_SEALS) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int create_memfd(size_t len, struct shm_offer *o)
 {
 	o->pid = (int32_t)getpid();
-	o->fd = reserve(memfd_create("vd-mpi-coll", MFD_CLOEXEC), len);
+	o->fd = sealed(reserve(memfd_create("vd-mpi-coll", MFD_CLOEXEC | MFD_ALLOW_SEALING), len));
 	return o->fd;
+}
+
+/* fd, if its size can no longer change; else -1. */
+static int checked_seals(int fd)
+{
+	int seals = fd >= 0 ? fcntl(fd, F_GET_SEALS) : -1;
+
+	if (fd >= 0 && (seals < 0 || (seals & SHM_SEALS) != SHM_SEALS)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* A new named object, or -1 and name "". */
@@ -211,7 +240,7 @@ static int open_offered(const struct shm_offer *o, enum shm_way way, size_t len)
 	if (o->fd < 0 || o->pid <= 0)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o->pid, (int)o->fd);
-	return checked(open(path, O_RDWR | O_CLOEXEC), len);
+	return checked_seals(checked(open(path, O_RDWR | O_CLOEXEC), len));
 }
 
 /* The creator makes the segment and offers it; the others open it.  The
@@ -238,11 +267,13 @@ static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer 
 
 static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
 {
-	struct vd_shm *s = calloc(1, sizeof(*s) + (size_t)c->size * sizeof(pid_t));
+	struct vd_shm *s = calloc(1, sizeof(*s) + (size_t)c->size * (sizeof(pid_t) +
+								      sizeof(uint32_t)));
 
 	if (!s)
 		return NULL;
 	s->pids = (pid_t *)(s + 1);
+	s->seen = (uint32_t *)(s->pids + c->size);
 	s->base = base;
 	s->len = segment_len(c->size, slot);
 	s->n = c->size;
@@ -357,16 +388,62 @@ static bool reached(uint32_t v, uint32_t p)
 	return (int32_t)(v - p) >= 0;
 }
 
-/* Acquire: pairs with the release store in vd_shm_publish, so the data
- * written before that phase is visible to whoever sees it. */
-static bool member_reached(const struct vd_shm *s, int i, uint32_t p)
+/* How far a member's counter can be from this member's phase: nobody
+ * runs further ahead than the areas let it (a writer waits for everyone
+ * to be at most SHM_NBUF - 2 phases behind), nor further behind than
+ * those ahead of it waited for; twice that leaves a margin. */
+#define SHM_PLAUSIBLE (2 * SHM_NBUF)
+
+/* Whether member i's counter can read v: within reach of this member's
+ * phase, not behind what was read of it before, and this member's own
+ * exactly what it published. */
+static bool plausible(struct vd_shm *s, int i, uint32_t v)
 {
-	return reached(atomic_load_explicit(counter(s, i), memory_order_acquire), p);
+	int32_t d = (int32_t)(v - s->phase);
+
+	if (i == s->me)
+		return v == s->published;
+	if (d > SHM_PLAUSIBLE || d < -SHM_PLAUSIBLE || !reached(v, s->seen[i]))
+		return false;
+	s->seen[i] = v;
+	return true;
+}
+
+/* Said once: the wait that found it and every later one fail. */
+static void found_overwritten(struct vd_shm *s, int i, uint32_t v)
+{
+	if (s->corrupt)
+		return;
+	s->corrupt = true;
+	if (i == s->me)
+		fprintf(stderr, "viaduct MPI: rank %d: the shared segment of a node-local "
+			"collective was overwritten: this rank's own phase counter reads %u, "
+			"it published %u\n", vd_mpi.rank, v, s->published);
+	else
+		fprintf(stderr, "viaduct MPI: rank %d: the shared segment of a node-local "
+			"collective was overwritten: the phase counter of member %d (of %d) "
+			"reads %u, impossible at phase %u (last read %u)\n", vd_mpi.rank, i,
+			s->n, v, s->phase, s->seen[i]);
+}
+
+/* Acquire: pairs with the release store in vd_shm_publish, so the data
+ * written before that phase is visible to whoever sees it.  An
+ * impossible value counts as reached: it ends the wait, which then
+ * fails. */
+static bool member_reached(struct vd_shm *s, int i, uint32_t p)
+{
+	uint32_t v = atomic_load_explicit(counter(s, i), memory_order_acquire);
+
+	if (!plausible(s, i, v)) {
+		found_overwritten(s, i, v);
+		return true;
+	}
+	return reached(v, p);
 }
 
 /* The first member (of `who`, or of all for -1) not yet at phase p, or
  * -1 when none is left. */
-static int laggard(const struct vd_shm *s, int who, uint32_t p)
+static int laggard(struct vd_shm *s, int who, uint32_t p)
 {
 	if (who >= 0)
 		return member_reached(s, who, p) ? -1 : who;
@@ -376,7 +453,7 @@ static int laggard(const struct vd_shm *s, int who, uint32_t p)
 	return -1;
 }
 
-static bool ready(const struct vd_shm *s, int who, uint32_t p)
+static bool ready(struct vd_shm *s, int who, uint32_t p)
 {
 	return laggard(s, who, p) < 0;
 }
@@ -385,6 +462,7 @@ void vd_shm_publish(struct vd_shm *s, uint32_t p)
 {
 	_Atomic uint32_t *mine = counter(s, s->me);
 
+	s->published = p;
 	/* Release: pairs with the acquire loads of member_reached. */
 	atomic_store_explicit(mine, p, memory_order_release);
 	/* Pairs with the fence in sleep_on: either that sleeper's check
@@ -426,12 +504,24 @@ static bool member_died(const struct vd_shm *s)
 	return false;
 }
 
+/* The end of a wait whose members all got there: -EIO if one of them
+ * only seemed to (its counter was overwritten), or this member's own
+ * counter was. */
+static int wait_outcome(struct vd_shm *s)
+{
+	if (!s->corrupt)
+		(void)member_reached(s, s->me, s->published);
+	return s->corrupt ? -EIO : 0;
+}
+
 int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 {
 	uint64_t start, budget, checked;
 
+	if (s->corrupt)
+		return -EIO;
 	if (ready(s, who, p))
-		return 0;
+		return wait_outcome(s);
 	start = checked = now_ns();
 	budget = vd_spin_budget_ns();
 	for (unsigned i = 1; !ready(s, who, p); i++) {
@@ -439,7 +529,7 @@ int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 			goto yield;
 		cpu_relax();
 	}
-	return 0;
+	return wait_outcome(s);
 yield:
 	/* Hand the CPU to whoever can run -- likely the member waited for
 	 * -- for a while before sleeping: cheaper than a futex round trip
@@ -450,7 +540,7 @@ yield:
 		sched_yield();
 		vd_lock_reacquire(held);
 		if (ready(s, who, p))
-			return 0;
+			return wait_outcome(s);
 	}
 	for (;;) {
 		uint64_t now;
@@ -458,13 +548,18 @@ yield:
 
 		vd_progress(false);
 		if ((i = laggard(s, who, p)) < 0)
-			return 0;
+			return wait_outcome(s);
 		held = vd_lock_release();
 		sleep_on(s, i, p);
 		vd_lock_reacquire(held);
 		now = now_ns();
 		if (now - checked >= SHM_LIVENESS_NS) {
 			checked = now;
+			/* Ours too: a member that reset it would stall the
+			 * others waiting for us. */
+			(void)member_reached(s, s->me, s->published);
+			if (s->corrupt)
+				return -EIO;
 			if (!ready(s, who, p) && member_died(s))
 				return -EIO;
 		}

@@ -15,7 +15,10 @@
  *
  * Everything in the segment is writable by the other members: it is
  * treated as untrusted -- counters are only compared, never used as
- * indices or sizes, and every wait is bounded by the members' liveness.
+ * indices or sizes; one that reads a value no member can have published
+ * (too far from this member's phase, behind what it read before, or this
+ * member's own not what it wrote) fails the wait; and every wait is
+ * bounded by the members' liveness.
  */
 #ifndef VIADUCT_MPI_COLL_SHM_H
 #define VIADUCT_MPI_COLL_SHM_H
@@ -44,8 +47,14 @@ struct vd_shm {
 	size_t slot;                    /* bytes per member per area */
 	size_t area_len;                /* n * slot */
 	uint32_t phase;                 /* the last phase this member began */
+	uint32_t published;             /* the last phase it published */
 	pid_t *pids;                    /* members' processes (from the
 	                                 * engine, not the segment) */
+	uint32_t *seen;                 /* the furthest phase seen of each
+	                                 * member (private: a counter going
+	                                 * back was overwritten) */
+	bool corrupt;                   /* a counter read what no member can
+	                                 * have written: every wait fails */
 };
 
 /* The segment of c (set up on the first call, a collective over c via
@@ -64,7 +73,8 @@ static inline uint32_t vd_shm_next(struct vd_shm *s)
  * whoever sees p), waking sleepers. */
 void vd_shm_publish(struct vd_shm *s, uint32_t p);
 /* Wait until member `who` (-1: every member) has published phase p or a
- * later one.  0, or -EIO when a member died. */
+ * later one.  0, or -EIO when a member died or the segment's counters
+ * were overwritten (said on stderr). */
 int vd_shm_wait(struct vd_shm *s, int who, uint32_t p);
 /* The area of phase p. */
 char *vd_shm_area(const struct vd_shm *s, uint32_t p);
