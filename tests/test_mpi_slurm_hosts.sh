@@ -11,7 +11,9 @@
 #   - srun --mpi=pmi2 -N 2 with 2, 4 (2+2) and 3 (2+1) tasks:
 #     mpitest_p2p, mpitest_coll and mpitest_comm pass, and with
 #     VIADUCT_DEBUG=1 each rank reaches the ranks of its own node through
-#     shm and those of the other node through ofi;
+#     shm and those of the other node through ofi; 4 tasks dealt round
+#     robin (--distribution=cyclic: nodes of non-consecutive ranks);
+#     2 tasks with the ofi provider libfabric picks itself;
 #   - a rank killed on node2 ends the job non-zero within 10 s, and no
 #     process of the job is left on either host; MPI_Abort on node2 too;
 #   - if this Slurm has the pmix plugin: srun --mpi=pmix -N 2 -n 4
@@ -55,6 +57,7 @@ if [ -n "${ASAN_OPTIONS:-}" ]; then
 fi
 if [ -n "${TSAN_OPTIONS:-}" ]; then
 	cat "$src/ofi/tsan.supp" "$src/mpi/tsan-pmix.supp" >"$SD/tsan.supp" 2>/dev/null
+	# shellcheck disable=SC2001
 	TSAN_OPTIONS=$(sed 's/:*suppressions=[^:]*//g' <<<"$TSAN_OPTIONS")
 	export TSAN_OPTIONS="$TSAN_OPTIONS:suppressions=$SD/tsan.supp"
 fi
@@ -68,8 +71,10 @@ ncpu=$(nproc)
 # The namespaces are ours alone: no other socket can hold these ports.
 # slurmctld needs SlurmctldHost to name this machine (both namespaces
 # share its host name); the nodes are told apart by -N and NodeAddr.
+# Slurm's pmix plugin names its folder under TmpFS after the job step
+# alone, and the two nodes share this machine's /tmp: TmpFS per node.
 mkdir -m 0700 "$SD/spool/node1" "$SD/spool/node2"
-mkdir -p -m 0755 "$SD/tmp/node1" "$SD/tmp/node2"
+mkdir -m 0755 "$SD/tmp" "$SD/tmp/node1" "$SD/tmp/node2"
 {
 	echo "# written by tests/test_mpi_slurm_hosts.sh: two nodes, one per network namespace"
 	vs_conf_common
@@ -139,6 +144,31 @@ for n in 2 4 3; do
 	mpi_runs pmi2 "$n" p2p coll comm
 done
 
+# Tasks dealt round robin (ranks 0 and 2 on node1, 1 and 3 on node2):
+# the node map and the node-aware collectives with nodes whose ranks are
+# not consecutive.
+VIADUCT_DEBUG=1 run_srun --mpi=pmi2 -N 2 -n 4 --distribution=cyclic -- "$(mt_prog coll)"
+if [ "$rc" = 0 ] && grep -q ": 4 ranks: ok" "$mt_log" &&
+	grep -q "rank 0: peers through shm: 2; through ofi: 1 3$" "$mt_log" &&
+	grep -q "rank 3: peers through shm: 1; through ofi: 0 2$" "$mt_log" &&
+	grep -q "rank 1: a communicator of 4 ranks: node-aware collectives over 2 nodes, 2 ranks on this one, its leader$" "$mt_log"; then
+	mt_ok "srun --mpi=pmi2 -N 2 -n 4 --distribution=cyclic mpitest_coll: node 1 has ranks 0 2, node 2 ranks 1 3 (${secs}s)"
+else
+	mt_bad "srun --mpi=pmi2 -N 2 -n 4 --distribution=cyclic mpitest_coll: exit $rc after ${secs}s"
+	show_out
+fi
+
+# The ofi provider libfabric picks itself when the site names none.
+unset VIADUCT_OFI_PROVIDER
+VIADUCT_DEBUG=1 run_srun --mpi=pmi2 -N 2 -n 2 -- "$(mt_prog p2p)"
+export VIADUCT_OFI_PROVIDER=tcp
+if [ "$rc" = 0 ] && grep -q ": 2 ranks: ok" "$mt_log" && transports_ok 2; then
+	mt_ok "srun --mpi=pmi2 -N 2 -n 2 mpitest_p2p, VIADUCT_OFI_PROVIDER unset: libfabric picked $(sed -n 's/.* ofi: \([^ ]*\) on .*/\1/p' "$mt_log" | head -n 1) (${secs}s)"
+else
+	mt_bad "srun --mpi=pmi2 -N 2 -n 2 mpitest_p2p, VIADUCT_OFI_PROVIDER unset: exit $rc after ${secs}s"
+	show_out
+fi
+
 # Processes in either host's namespace other than its daemons.
 ns_strays() {
 	local ns p
@@ -151,22 +181,26 @@ ns_strays() {
 	done
 }
 
-# The last rank, on node2, kills itself once both are past a barrier;
-# rank 0 on node1 learns it through the fabric, or Slurm ends the step.
-run_srun --mpi=pmi2 -N 2 -n 2 -- "$(mt_prog jobctl)" kill
-if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q FAILTIME "$mt_log" && [ "${secs%.*}" -lt 10 ]; then
-	if no_leftovers && [ -z "$(ns_strays)" ]; then
-		how="srun ended the step"
-		grep -q "lost the connection to rank 1" "$mt_log" && how="rank 0 saw it through VIPL"
-		mt_ok "srun --mpi=pmi2 -N 2 -n 2, a rank killed on node2: the job ends (exit $rc, ${secs}s, $how), no process left on either host"
+# The last rank, on node2, kills itself once all are past a barrier;
+# the others (with 4 tasks, one on node2 through shm, two on node1
+# through the fabric) learn it through VIPL, or Slurm ends the step.
+for n in 2 4; do
+	what="srun --mpi=pmi2 -N 2 -n $n, a rank killed on node2"
+	run_srun --mpi=pmi2 -N 2 -n "$n" -- "$(mt_prog jobctl)" kill
+	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q FAILTIME "$mt_log" && [ "${secs%.*}" -lt 10 ]; then
+		if no_leftovers && [ -z "$(ns_strays)" ]; then
+			how="srun ended the step"
+			grep -q "lost the connection to rank $((n - 1))" "$mt_log" && how="a rank saw it through VIPL"
+			mt_ok "$what: the job ends (exit $rc, ${secs}s, $how), no process left on either host"
+		else
+			mt_bad "$what: job or processes left 10 s after the job ended: $(ns_strays)"
+			show_leftovers
+		fi
 	else
-		mt_bad "srun --mpi=pmi2 -N 2 -n 2, a rank killed on node2: job or processes left 10 s after the job ended: $(ns_strays)"
-		show_leftovers
+		mt_bad "$what: exit $rc after ${secs}s"
+		show_out
 	fi
-else
-	mt_bad "srun --mpi=pmi2 -N 2 -n 2, a rank killed on node2: exit $rc after ${secs}s"
-	show_out
-fi
+done
 
 # MPI_Abort in the last rank (node2) reaches srun on node1 as PMI's abort.
 run_srun --mpi=pmi2 -N 2 -n 3 -- "$(mt_prog jobctl)" abort
