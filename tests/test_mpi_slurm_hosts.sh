@@ -30,10 +30,10 @@
 # shellcheck source=tests/mpi/runlib.sh
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need p2p coll comm jobctl
-mt_need_ofi
 # shellcheck source=tests/slurmlib.sh
 . "$(dirname "$0")/slurmlib.sh"
 vs_need
+mt_need_ofi
 # shellcheck source=tests/netns.sh
 . "$(dirname "$0")/netns.sh"
 vd_netns_up
