@@ -8,13 +8,24 @@
 #     vd_netns_agent FILE    write a launcher's remote agent to FILE:
 #                            called as ssh is ([options] HOST WORDS...), it
 #                            runs the words with sh in that host
-# Everything is removed when the script exits.  Not root, or no
+# Everything is removed when the script exits, or by a watchdog when it
+# is killed.  Not root, or no
 # CAP_NET_ADMIN: exit 77 with the reason.  Traffic stays in the two
 # namespaces (10.231.N.0/24, N from our pid).
 
 vd_netns_cleanup() {
 	ip netns del "$VD_NS_A" 2>/dev/null
 	ip netns del "$VD_NS_B" 2>/dev/null
+}
+
+# The EXIT trap does not run when the test is killed outright (ctest's
+# timeout, kill -9): a detached watchdog removes the namespaces once this
+# shell is gone.  It holds none of the test's output pipes.
+vd_netns_watchdog() {
+	local owner=$$ a=vdA$$ b=vdB$$
+	setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done
+		ip netns del $a 2>/dev/null; ip netns del $b 2>/dev/null" \
+		</dev/null >/dev/null 2>&1 &
 }
 
 vd_netns_up() {
@@ -29,6 +40,7 @@ vd_netns_up() {
 	fi
 	command -v ip >/dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
 	trap vd_netns_cleanup EXIT
+	vd_netns_watchdog
 	if ! ip netns add "$VD_NS_A" 2>/dev/null || ! ip netns add "$VD_NS_B" 2>/dev/null; then
 		echo "SKIP: cannot create network namespaces here"
 		exit 77
