@@ -13,7 +13,9 @@
 #                 started by mpiexec.hydra)
 #   --hosts H     namespace hosts (default 4)
 #   --quick       --ranks "16 64" --reps 1 unless given
-# Environment: MPI_SCALE_TIMEOUT (seconds per run, default 300), PYTHON.
+# Environment: MPI_SCALE_TIMEOUT (seconds per run, default 300),
+# MPI_SCALE_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default tcp),
+# PYTHON.
 #
 # bench/mpi/startup.c ("init": MPI_Init + MPI_Finalize; "ring": one ring
 # exchange between them), built with vdcc, mpicc.openmpi and mpicc.mpich,
@@ -33,7 +35,10 @@
 # lines give every rank's PMI requests (put, get, fence) and connections.
 # The libraries alternate within each repetition.  Every run is bounded
 # (MPI_SCALE_TIMEOUT, then killed with whatever it left in the hosts); a
-# timeout or failure is recorded with the last line of its log.
+# timeout or failure is recorded with the last line of its log.  A run
+# whose ranks would need more than 80 % of the memory available (the
+# largest rank RSS the library had at a smaller size, times N) is not
+# started but recorded as skipped: the machine is shared.
 #
 # Prints two Markdown tables (bench/mpi/scale_table.py): per rank count,
 # program and library, the job wall time, median rank MPI_Init and
@@ -55,6 +60,7 @@ NHOSTS=4
 QUICK=0
 PYTHON=${PYTHON:-/usr/bin/python3}
 TMO=${MPI_SCALE_TIMEOUT:-300}
+OFI_PROVIDER=${MPI_SCALE_OFI_PROVIDER:-tcp}
 FAILED=0
 
 usage() { sed -n 's/^# \{0,1\}//; 7,17p' "${BASH_SOURCE[0]}" >&2; exit 2; }
@@ -158,12 +164,12 @@ launch() {
 	hosts=$(hostlist "$n")
 	case $impl in
 	viaduct)
-		ns_in 0 env VIADUCT_OFI_PROVIDER=tcp VIADUCT_DEBUG=1 timeout -k 5 "$TMO" \
+		ns_in 0 env VIADUCT_OFI_PROVIDER="$OFI_PROVIDER" VIADUCT_DEBUG=1 timeout -k 5 "$TMO" \
 			"$VDRUN" -H "$hosts" --launch-agent "$AGENT" --oversubscribe \
 			-n "$n" "$prog" "$mode" ;;
 	viaduct-hydra|mpich)
 		local envs=()
-		[ "$impl" = mpich ] || envs=(VIADUCT_OFI_PROVIDER=tcp VIADUCT_DEBUG=1)
+		[ "$impl" = mpich ] || envs=(VIADUCT_OFI_PROVIDER="$OFI_PROVIDER" VIADUCT_DEBUG=1)
 		ns_in 0 env "${envs[@]}" timeout -k 5 "$TMO" mpiexec.hydra -hosts "$hosts" \
 			-launcher ssh -launcher-exec "$AGENT" -n "$n" "$prog" "$mode" ;;
 	openmpi)
@@ -174,10 +180,30 @@ launch() {
 	esac
 }
 
+# Largest rank RSS (KiB) seen per library, for the memory guard.
+declare -A RSS_KB
+
+# fits IMPL N: whether N ranks of IMPL fit in 80 % of the free memory.
+fits() {
+	local avail need
+	[ -n "${RSS_KB[$1]:-}" ] || return 0
+	avail=$(awk '/MemAvailable/ { print $2 }' /proc/meminfo)
+	need=$((RSS_KB[$1] * $2))
+	[ "$need" -le $((avail * 8 / 10)) ] && return 0
+	WHY="$2 ranks x $((RSS_KB[$1] / 1024)) MiB (its largest rank so far) = $((need / 1048576)) GiB > 80 % of $((avail / 1048576)) GiB available"
+	return 1
+}
+
 # run IMPL N MODE REP: one measured job, appended to RAW.
 run() {
-	local impl=$1 n=$2 mode=$3 rep=$4 log t0 t1 rc status got load
+	local impl=$1 n=$2 mode=$3 rep=$4 log t0 t1 rc status got load rss
 	log=$WORK/logs/$mode-$n-$impl-$rep.log
+	if ! fits "$impl" "$n"; then
+		echo "job $impl $mode $n $rep skipped 0 0" >>"$RAW"
+		echo "why $impl $mode $n $rep skipped: not started, $WHY" >>"$RAW"
+		note "$impl, $n ranks, $mode, run $rep: not started, $WHY"
+		return
+	fi
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	t0=$(date +%s%N)
 	launch "$impl" "$n" "$mode" >"$log" 2>&1
@@ -200,6 +226,8 @@ run() {
 		return
 	fi
 	sed -n "s/^startup /rank $impl $rep /p" "$log" >>"$RAW"
+	rss=$(awk -v m="${RSS_KB[$impl]:-0}" '$1 == "startup" && $8 > m { m = $8 } END { print m }' "$log")
+	RSS_KB[$impl]=$rss
 	sed -n "s/^viaduct MPI: rank \([0-9]*\): PMI requests: \([0-9]*\) put, \([0-9]*\) get, \([0-9]*\) fence$/pmi $impl $mode $n $rep \1 \2 \3 \4/p
 		s/^viaduct MPI: rank \([0-9]*\): \([0-9]*\) connections .*/conn $impl $mode $n $rep \1 \2/p" "$log" >>"$RAW"
 	printf '  %-14s %4d ranks %-4s run %d: %6d ms (load %s)\n' "$impl" "$n" "$mode" "$rep" \
@@ -218,6 +246,7 @@ run() {
 	command -v dpkg-query >/dev/null &&
 		echo "context packages $(dpkg-query -W -f '${Package} ${Version}, ' openmpi-bin mpich libucx0 libfabric1 2>/dev/null | sed 's/, $//')"
 	echo "context hosts $NHOSTS namespace hosts on a bridge, $NS_SUBNET"
+	echo "context viaduct_ofi_provider $OFI_PROVIDER"
 } >"$RAW"
 echo "== MPI start-up over $NHOSTS namespace hosts; ranks: $RANKS; $REPS run(s); libraries: $IMPLS"
 echo "== load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"

@@ -105,7 +105,7 @@ def main():
                 print(f"| {n} | {mode} | {impl} / better peer | | {cells} | |")
     if notes:
         print()
-        print("Runs that failed:")
+        print("Runs that failed or were not started:")
         for w in notes:
             print(f"- {w}")
 
