@@ -14,7 +14,7 @@
 #   make bench     build + every benchmark (full; BENCH_ARGS=--quick): lmm, vipl, MPI
 #                  against Open MPI and MPICH (bench/mpi/run.sh, the collectives
 #                  bench/mpi/coll.sh; as root also across two namespace hosts,
-#                  bench/mpi/hosts.sh)
+#                  bench/mpi/hosts.sh, and start-up over four, bench/mpi/scale.sh)
 #   make clean     remove every build directory
 
 # Debian packages needed to build, test and plot; one list, used by deps.
@@ -100,6 +100,9 @@ bench-run:
 	@if [ "$$(id -u)" -eq 0 ]; then PYTHON=$(PYTHON) bash bench/mpi/hosts.sh $(BUILD_DIR) $(filter --quick --no-install,$(MPI_BENCH_ARGS)) \
 		| tee $(BENCH_OUT)/mpi-hosts.txt; \
 	else echo "bench: MPI across hosts (bench/mpi/hosts.sh) needs root for network namespaces: skipped"; fi
+	@if [ "$$(id -u)" -eq 0 ]; then PYTHON=$(PYTHON) bash bench/mpi/scale.sh $(BUILD_DIR) $(filter --quick,$(MPI_BENCH_ARGS)) \
+		| tee $(BENCH_OUT)/mpi-scale.txt; \
+	else echo "bench: MPI start-up over four hosts (bench/mpi/scale.sh) needs root for network namespaces: skipped"; fi
 	@echo "bench: results in $(BENCH_OUT)/{lmm,vipl,mpi,coll/coll}.csv, plots in $(BENCH_OUT)/{lmm,vipl,mpi}.png and $(BENCH_OUT)/coll/coll-*.png"
 
 test: deps

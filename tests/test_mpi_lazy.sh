@@ -7,7 +7,7 @@
 # a nonblocking one and a window over all pairs) under the default and
 # forced protocols, over shm and over ofi; eager start-up still connects
 # every pair.  The counts come from VIADUCT_DEBUG=1's report at
-# MPI_Finalize.
+# MPI_Finalize, as do the PMI requests, linear in N on one host.
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need lazy
 
@@ -31,8 +31,29 @@ lazy_count() {
 	fi
 }
 
+# pmi_linear N: on one host (shm), MPI_Init + MPI_Finalize ask the
+# launcher for a number of keys linear in N (rank 0 reads every rank's
+# node identity, the others the map): every rank reports its PMI
+# requests, the same number of fences, and the job at most 3N gets.
+pmi_linear() {
+	local n=$1 out lines gets fences
+	out=$(env VIADUCT_DEBUG=1 timeout -k 5 "$MT_TIMEOUT" "$VDRUN" -n "$n" \
+		"$(mt_prog lazy)" init 2>&1)
+	lines=$(grep -c ": PMI requests: " <<<"$out")
+	gets=$(sed -n 's/.*: PMI requests: [0-9]* put, \([0-9]*\) get, .*/\1/p' <<<"$out" |
+		awk '{ s += $1 } END { print s + 0 }')
+	fences=$(sed -n 's/.*get, \([0-9]*\) fence$/\1/p' <<<"$out" | sort -u | wc -l)
+	if [ "$lines" != "$n" ] || [ "$fences" != 1 ] || [ "$gets" -gt $((3 * n)) ]; then
+		mt_bad "PMI requests n=$n: want $n reports, one fence count, <= $((3 * n)) gets; got $lines, $fences, $gets"
+		grep "PMI requests" <<<"$out" | head -10 | sed 's/^/     | /'
+	else
+		mt_ok "PMI requests n=$n ($gets gets in the job)"
+	fi
+}
+
 for n in $MT_RANKS; do
 	ring=$((n - 1 < 2 ? n - 1 : 2))
+	pmi_linear "$n"
 	lazy_count "ring" "$n" "$ring" -- ring
 	lazy_count "init only" "$n" 0 -- init
 	lazy_count "all pairs at once" "$n" $((n - 1)) -- storm

@@ -203,93 +203,22 @@ fi
 
 # ---------------------------------------------------------------- the hosts
 
-N=$(( $$ % 250 + 1 ))
-NS_A=vdmhA$$
-NS_B=vdmhB$$
-IP_A=10.232.$N.1
-IP_B=10.232.$N.2
-SUBNET=10.232.$N.0/24
-NSDIR=/run/vdmh.$$
+. "$HERE/nslib.sh"
+ns_hosts_up vdmh 2 10.232
+case $? in
+0) ;;
+77) exit 77 ;;
+*) exit 1 ;;
+esac
+NS_A=${NS_NAME[0]} NS_B=${NS_NAME[1]}
+IP_A=${NS_IP[0]} IP_B=${NS_IP[1]}
+SUBNET=$NS_SUBNET
 AGENT=$NSDIR/agent
 PIN=$NSDIR/pin
+in_host() { ns_in "$@"; }
+reap() { ns_reap; }
+ns_agent "$AGENT"
 
-cleanup() {
-	local ns p
-	trap - EXIT INT TERM
-	for ns in "$NS_A" "$NS_B"; do
-		# Whatever still runs in our hosts was started by this script.
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-		ip netns del "$ns" 2>/dev/null
-		rm -rf "/etc/netns/$ns"
-	done
-	for f in "$NSDIR"/*.uts "$NSDIR"/*.ipc; do
-		[ -e "$f" ] && umount "$f" 2>/dev/null
-	done
-	rm -rf "$NSDIR"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Processes left in the hosts after a failed or killed run (a remote proxy
-# whose launcher timed out): ours, by the namespace they are in.
-reap() {
-	local ns p
-	for ns in "$NS_A" "$NS_B"; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-	done
-}
-
-mkdir -p "$NSDIR" || exit 1
-if ! ip netns add "$NS_A" 2>/dev/null || ! ip netns add "$NS_B" 2>/dev/null; then
-	echo "hosts.sh: SKIP: cannot create network namespaces here"
-	exit 77
-fi
-ip -n "$NS_A" link add eth0 type veth peer name eth0 netns "$NS_B" || exit 1
-ip -n "$NS_A" addr add "$IP_A/24" dev eth0
-ip -n "$NS_B" addr add "$IP_B/24" dev eth0
-for ns in "$NS_A" "$NS_B"; do
-	ip -n "$ns" link set lo up
-	ip -n "$ns" link set eth0 up
-	# ip netns exec mounts these over /etc/hosts: the hostnames resolve.
-	mkdir -p "/etc/netns/$ns"
-	printf '127.0.0.1 localhost\n%s %s\n%s %s\n' "$IP_A" "$NS_A" "$IP_B" "$NS_B" >"/etc/netns/$ns/hosts"
-done
-for h in A B; do
-	ns=NS_$h
-	touch "$NSDIR/$h.uts" "$NSDIR/$h.ipc"
-	unshare --uts="$NSDIR/$h.uts" --ipc="$NSDIR/$h.ipc" hostname "${!ns}" ||
-		{ echo "hosts.sh: SKIP: cannot make persistent UTS/IPC namespaces"; exit 77; }
-done
-
-# The link must be up at both ends before a library lists its interfaces
-# (UCX leaves out one whose carrier is not up yet, and then finds no path).
-up() { ip -n "$1" -o link show eth0 | grep -q 'LOWER_UP.* state UP'; }
-for i in $(seq 50); do
-	up "$NS_A" && up "$NS_B" && break
-	sleep 0.1
-done
-up "$NS_A" && up "$NS_B" || { echo "hosts.sh: the link between the two hosts does not come up"; exit 1; }
-
-# in_host A|B CMD...: run CMD on that host (all three namespaces).
-in_host() {
-	local h=$1 ns
-	shift
-	ns=NS_$h
-	ip netns exec "${!ns}" nsenter --uts="$NSDIR/$h.uts" --ipc="$NSDIR/$h.ipc" -- "$@"
-}
-
-# The launchers' remote agent, called as ssh would be: [options] HOST WORDS...
-cat >"$AGENT" <<EOS
-#!/bin/bash
-while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
-case \$1 in
-$IP_A|$NS_A) h=A ns=$NS_A ;;
-$IP_B|$NS_B) h=B ns=$NS_B ;;
-*) echo "hosts.sh agent: unknown host \$1" >&2; exit 255 ;;
-esac
-shift
-exec ip netns exec "\$ns" nsenter --uts="$NSDIR/\$h.uts" --ipc="$NSDIR/\$h.ipc" -- bash -c "\$*"
-EOS
 # Every rank says where it runs (host, network namespace, CPUs); with two
 # ranks, rank r goes on CPU r (rank 0 on host A, rank 1 on host B).
 cat >"$PIN" <<'EOS'
@@ -300,7 +229,7 @@ r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-}}
 echo "hosts.sh: rank $r on $(hostname), $(readlink /proc/self/ns/net), cpus $(taskset -pc $$ | sed 's/.*: //')${LD_LIBRARY_PATH:+, LD_LIBRARY_PATH $LD_LIBRARY_PATH}" >&2
 exec "$@"
 EOS
-chmod 700 "$AGENT" "$PIN"
+chmod 700 "$PIN"
 
 # ---------------------------------------------------------------- launching
 

@@ -83,6 +83,8 @@ static struct {
 	size_t rlen;
 	struct pmi_kv *kvs;
 	size_t nkvs;
+	/* requests this rank made (VIADUCT_DEBUG=1 prints them at the end) */
+	unsigned long nput, nget, nfence;
 } pmi = { .fd = -1 };
 
 /* ---- diagnostics --------------------------------------------------------- */
@@ -571,6 +573,7 @@ int vd_pmi_put(const char *key, const char *value)
 	if (!key || !value || !pmi_word_ok(key, pmi.keylen_max) ||
 	    !pmi_word_ok(value, pmi.vallen_max))
 		return -EINVAL;
+	pmi.nput++;
 	if (pmi.state == PMI_SINGLETON)
 		return pmi_local_put(key, value);
 	if (pmi.state == PMI_PMIX)
@@ -589,6 +592,7 @@ int vd_pmi_fence(void)
 
 	if (err || pmi.state == PMI_SINGLETON)
 		return err;
+	pmi.nfence++;
 	if (pmi.state == PMI_PMIX)
 		return vd_pmix_fence();
 	/* PMI-1 has no separate commit: puts are sent at once, and the
@@ -623,6 +627,7 @@ int vd_pmi_get_from(int from, const char *key, char *value, size_t len)
 		return err;
 	if (!key || !value || len == 0 || !pmi_word_ok(key, pmi.keylen_max))
 		return -EINVAL;
+	pmi.nget++;
 	if (pmi.state == PMI_SINGLETON) {
 		struct pmi_kv *kv = pmi_local_find(key);
 
@@ -641,10 +646,24 @@ int vd_pmi_get_from(int from, const char *key, char *value, size_t len)
 	return pmi_copy_value(v, value, len);
 }
 
+/* VIADUCT_DEBUG=1: what this rank asked of the launcher's key-value
+ * space (bench/mpi/scale.sh adds them up over the job).  getenv, not the
+ * parameter registry: vdrun's PMI probe links this file alone. */
+static void pmi_report(void)
+{
+	const char *dbg = getenv("VIADUCT_DEBUG");
+
+	if (!dbg || strcmp(dbg, "1") != 0)
+		return;
+	fprintf(stderr, "viaduct MPI: rank %d: PMI requests: %lu put, %lu get, %lu fence\n",
+		pmi.rank, pmi.nput, pmi.nget, pmi.nfence);
+}
+
 void vd_pmi_finalize(void)
 {
 	struct pmi_msg msg;
 
+	pmi_report();
 	if (pmi.state == PMI_CONNECTED) {
 		/* The ack tells the launcher saw the finalize before our
 		 * exit, so it does not count the exit as a failure. */
