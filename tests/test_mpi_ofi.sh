@@ -18,4 +18,18 @@ for n in 2 3; do
 	mt_run "window over ofi, rendezvous" "$n" VIADUCT_MPI_PROTOCOL=rndv -- window
 	mt_run "p2p over ofi, rendezvous" "$n" VIADUCT_MPI_PROTOCOL=rndv -- p2p
 done
+# What a rank keeps resident after MPI_Init over the fabric: 165 MiB when
+# rxm sized its connections' receive queues from the tcp provider's
+# (docs/mpi.md, "Across hosts"); about 30-60 MiB with the default the
+# library sets.  The bound leaves room for other libfabric versions.
+# Sanitizers' shadow memory is resident too: release builds only.
+startup=$B/bench/mpi_startup
+if [ -x "$startup" ] && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+	rss=$(timeout 60 "$VDRUN" -n 2 "$startup" init 2>/dev/null | awk '{print $NF}' | sort -n | tail -1)
+	if [ -n "$rss" ] && [ "$rss" -le $((100 * 1024)) ]; then
+		mt_ok "peak RSS of a rank over ofi: $((rss / 1024)) MiB (at most 100)"
+	else
+		mt_bad "peak RSS of a rank over ofi: '${rss:-no figure}' KiB, more than 100 MiB"
+	fi
+fi
 mt_done

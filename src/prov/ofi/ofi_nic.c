@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,11 @@
 #define OFI_API FI_VERSION(1, 17)
 
 /* ---- fabric ---------------------------------------------------------------------------- */
+
+static void fabric_env_set(void)
+{
+	setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
+}
 
 static struct fi_info *hints_make(const char *prov, uint64_t caps)
 {
@@ -43,6 +49,20 @@ static struct fi_info *hints_make(const char *prov, uint64_t caps)
 	return h;
 }
 
+/* Defaults for libfabric's own settings, each only where the user set
+ * none, before libfabric first reads them.  FI_OFI_RXM_MSG_RX_SIZE: left
+ * unset, rxm over tcp (libfabric 1.17) sizes the receive queue of its
+ * connections from the tcp provider's far larger one and fills it with
+ * bounce buffers: 165 MiB resident per rank at MPI_Init, against 62 MiB
+ * with rxm's documented default of 128 -- twice the sends a VI keeps in
+ * flight (VD_OFI_TX_WINDOW), so the queue never runs dry for us. */
+static void fabric_env_defaults(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fabric_env_set);
+}
+
 /* The libfabric provider: "ofi:<name>", else VIADUCT_OFI_PROVIDER, else
  * the first libfabric offers that is not node-local (shm); with RMA
  * (zero-copy transfers) where it has it.  Endpoints after the first take
@@ -56,6 +76,7 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 	struct fi_info *all = NULL, *i;
 	int r;
 
+	fabric_env_defaults();
 	for (;;) {
 		struct fi_info *h = hints_make(prov, caps);
 		if (!h)
