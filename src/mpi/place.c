@@ -11,6 +11,7 @@
  * 0 a fresh job key when the environment has none: the launcher's
  * key-value space is shared by the job's processes only.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,17 +67,35 @@ static void hex(const uint8_t *p, size_t n, char *out)
 		sprintf(out + 2 * i, "%02x", p[i]);
 }
 
-static int unhex(const char *s, uint8_t *p, size_t n)
+/* n bytes from the first 2n hex digits of s. */
+static int unhex_n(const char *s, uint8_t *p, size_t n)
 {
-	if (strlen(s) != 2 * n)
-		return -EPROTO;
 	for (size_t i = 0; i < n; i++) {
 		unsigned v;
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+		if (!isxdigit((unsigned char)s[2 * i]) || !isxdigit((unsigned char)s[2 * i + 1]) ||
+		    sscanf(s + 2 * i, "%2x", &v) != 1)
 			return -EPROTO;
 		p[i] = (uint8_t)v;
 	}
 	return 0;
+}
+
+/* The lowest rank of its node. */
+static bool node_leader(int rank)
+{
+	for (int r = 0; r < rank; r++)
+		if (P.node[r] == P.node[rank])
+			return false;
+	return true;
+}
+
+/* Some rank above r lives on node nd. */
+static bool more_on_node(int nd, int r)
+{
+	for (int q = r + 1; q < vd_mpi.size; q++)
+		if (P.node[q] == nd)
+			return true;
+	return false;
 }
 
 /* Rank 0: number the nodes in order of first appearance, from every
@@ -302,36 +321,118 @@ int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic)
 	return 0;
 }
 
-/* Collective when the job uses the network: the ranks with remote peers
- * publish their fabric address (vd_place_local(VD_T_OFI) first), one
- * fence, then each reads those of its remote peers. */
+/* Addresses per key of a node's list: 16 of at most 32 hex digits fit
+ * the 1024-byte values of Hydra and Slurm's PMI. */
+#define ADDR_CHUNK 16
+
+/* The node's leader (its lowest rank) gathers the addresses of its ranks
+ * and publishes them in rank order, ADDR_CHUNK to a key. */
+static int publish_node_list(void)
+{
+	char key[48], h[2 * ADDR_MAX + 1], val[ADDR_CHUNK * 2 * ADDR_MAX + 1];
+	size_t step = 2 * (size_t)P.alen[VD_T_OFI], n = 0;
+	int nd = P.node[vd_mpi.rank], k = 0, chunk = 0, err;
+
+	for (int r = 0; r < vd_mpi.size; r++) {
+		if (P.node[r] != nd)
+			continue;
+		if (r == vd_mpi.rank) {
+			hex(P.local[VD_T_OFI], P.alen[VD_T_OFI], val + n);
+		} else {
+			snprintf(key, sizeof(key), "vd-addr-%d", r);
+			if ((err = vd_pmi_get_from(r, key, h, sizeof(h))))
+				return err;
+			if (strlen(h) != step)
+				return -EPROTO;
+			memcpy(val + n, h, step);
+		}
+		n += step;
+		if (++k == ADDR_CHUNK || r == vd_mpi.size - 1 || !more_on_node(nd, r)) {
+			val[n] = '\0';
+			snprintf(key, sizeof(key), "vd-naddr-%d-%d", nd, chunk++);
+			if ((err = vd_pmi_put(key, val)))
+				return err;
+			n = 0;
+			k = 0;
+		}
+	}
+	return 0;
+}
+
+/* Every address of node nd's ranks from its leader's list. */
+static int read_node_list(int nd)
+{
+	char key[48], val[ADDR_CHUNK * 2 * ADDR_MAX + 1];
+	size_t step = 2 * (size_t)P.alen[VD_T_OFI];
+	const char *at = val;
+	int leader = -1, k = 0, chunk = 0, err;
+
+	for (int r = 0; r < vd_mpi.size; r++) {
+		if (P.node[r] != nd)
+			continue;
+		if (leader < 0)
+			leader = r;
+		if (k == 0) {
+			snprintf(key, sizeof(key), "vd-naddr-%d-%d", nd, chunk++);
+			if ((err = vd_pmi_get_from(leader, key, val, sizeof(val))))
+				return err;
+			at = val;
+		}
+		if (strlen(at) < step)
+			return -EPROTO;         /* a list shorter than the node */
+		if (r != vd_mpi.rank && (err = unhex_n(at, P.addr[r], P.alen[VD_T_OFI])))
+			return err;
+		at += step;
+		k = (k + 1) % ADDR_CHUNK;
+		if (k == 0 && *at)
+			return -EPROTO;         /* longer than a chunk */
+	}
+	return *at ? -EPROTO : 0;
+}
+
+/* The lists of every node with a rank we reach through the fabric (our
+ * own node's too, when VIADUCT_MPI_NET=ofi). */
+static int read_node_lists(void)
+{
+	bool *done = calloc(MAP_NODES_MAX, sizeof(*done));     /* by node */
+	int err = 0;
+
+	if (!done)
+		return -ENOMEM;
+	for (int r = 0; r < vd_mpi.size && !err; r++) {
+		if (r == vd_mpi.rank || P.via[r] != VD_T_OFI || done[P.node[r]])
+			continue;
+		done[P.node[r]] = true;
+		err = read_node_list(P.node[r]);
+	}
+	free(done);
+	return err;
+}
+
+/* Collective when the job uses the network (then every rank has a peer
+ * through the fabric): each rank publishes its fabric address, each
+ * node's leader gathers its node's into lists, and each rank reads the
+ * lists of the nodes it reaches through the fabric -- N/16 reads a rank
+ * instead of one per peer, which grew with the square of the job. */
 int vd_place_exchange(void)
 {
 	char key[32], h[2 * ADDR_MAX + 1];
 	int err;
 
-	if (!P.job_net)
+	if (!P.job_net || vd_mpi.size < 2)
 		return 0;
 	P.addr = calloc((size_t)vd_mpi.size, sizeof(*P.addr));
 	if (!P.addr)
 		return -ENOMEM;
-	if (vd_place_uses(VD_T_OFI)) {
-		hex(P.local[VD_T_OFI], P.alen[VD_T_OFI], h);
-		snprintf(key, sizeof(key), "vd-addr-%d", vd_mpi.rank);
-		if ((err = vd_pmi_put(key, h)))
-			return err;
-	}
+	hex(P.local[VD_T_OFI], P.alen[VD_T_OFI], h);
+	snprintf(key, sizeof(key), "vd-addr-%d", vd_mpi.rank);
+	if ((err = vd_pmi_put(key, h)) || (err = vd_pmi_fence()))
+		return err;
+	if (node_leader(vd_mpi.rank) && (err = publish_node_list()))
+		return err;
 	if ((err = vd_pmi_fence()))
 		return err;
-	for (int r = 0; r < vd_mpi.size; r++) {
-		if (r == vd_mpi.rank || P.via[r] != VD_T_OFI)
-			continue;
-		snprintf(key, sizeof(key), "vd-addr-%d", r);
-		if ((err = vd_pmi_get_from(r, key, h, sizeof(h))) ||
-		    (err = unhex(h, P.addr[r], P.alen[VD_T_OFI])))
-			return err;
-	}
-	return 0;
+	return read_node_lists();
 }
 
 const uint8_t *vd_place_host(enum vd_transport t, int rank, unsigned *len)
