@@ -149,6 +149,16 @@ show_log() {
 	if [ -s "$2" ]; then tail -n 40 "$2" | sed 's/^/     | /'; else echo "     | (empty)"; fi
 }
 
+# The end of a test: the daemons' logs when something failed, the time,
+# the tally (mt_done exits).
+slurm_done() {
+	if [ "$mt_fail" -ne 0 ]; then
+		daemon_logs
+	fi
+	printf 'total %.1fs\n' "$(echo "$(date +%s.%N) - $t_start" | bc)"
+	mt_done
+}
+
 daemon_logs() {
 	local f
 	for f in "$SD"/*.log; do

@@ -218,8 +218,4 @@ else
 	echo "---- srun --mpi=list shows no pmix: srun --mpi=pmix is not checked"
 fi
 
-if [ "$mt_fail" -ne 0 ]; then
-	daemon_logs
-fi
-printf 'total %.1fs\n' "$(echo "$(date +%s.%N) - $t_start" | bc)"
-mt_done
+slurm_done
