@@ -390,8 +390,20 @@ static int alltoall_inplace(const struct vd_coll_side *R, struct vd_comm *c)
 static int alltoall(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		    struct vd_comm *c)
 {
+	struct vd_shm *s;
+
 	(void)root;
-	return S->buf == MPI_IN_PLACE ? alltoall_inplace(R, c) : alltoall_pairwise(S, R, c);
+	if (S->buf == MPI_IN_PLACE)
+		return alltoall_inplace(R, c);
+	/* The same choice at every member: Alltoall (not v) on a node's
+	 * communicator, whatever the types. */
+	if (!S->vec && !R->vec && (s = vd_shm_of(c))) {
+		int err = vd_shm_alltoall(s, S->buf, S->count, S->t, (void *)R->buf, R->count,
+					  R->t);
+		if (err != -ENOTSUP)
+			return vd_coll_code(err);
+	}
+	return alltoall_pairwise(S, R, c);
 }
 
 /* ---- argument checks ------------------------------------------------------------------- */

@@ -92,5 +92,9 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 /* Allgather in place: member i's piece is count elements of t at
  * buf + i * count extents; this member's is there already. */
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);
+/* Alltoall (not in place): block i of each buffer is count elements at
+ * i * count extents. */
+int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dtype *st,
+		    void *rbuf, int rcount, struct vd_dtype *rt);
 
 #endif /* VIADUCT_MPI_COLL_SHM_H */

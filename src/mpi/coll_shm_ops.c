@@ -18,6 +18,9 @@
  *    rank order, so every member's result is bitwise the same.
  *  - Allgather: per chunk every member copies its piece's part into its
  *    slot, then everyone copies all the others' parts out.
+ *  - Alltoall: a slot holds one part per destination; per phase every
+ *    member copies the next part of each of its blocks into its slot,
+ *    then each copies the parts meant for it out of everyone's slot.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -226,5 +229,69 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
 			vd_dtype_unpack(t, piece(buf, all, pb, i), pb,
 					(char *)buf + (MPI_Aint)i * count * t->extent);
 	free(all);
+	return err;
+}
+
+/* ---- Alltoall ---------------------------------------------------------------------------- */
+
+/* Blocks of b bytes, the one for (or from) member d at d * b. */
+static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b)
+{
+	size_t sub = s->slot / (size_t)s->n;
+	int err = 0;
+
+	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+	for (size_t off = 0; off < b && !err; off += sub) {
+		size_t len = b - off < sub ? b - off : sub;
+		uint32_t p = vd_shm_next(s);
+		char *area, *mine;
+
+		if ((err = vd_shm_claim(s, p, &area)))
+			break;
+		mine = slot(s, area, s->me);
+		for (int d = 0; d < s->n; d++)
+			if (d != s->me)
+				memcpy(mine + (size_t)d * sub, sb + (size_t)d * b + off, len);
+		vd_shm_publish(s, p);
+		err = vd_shm_wait(s, -1, p);
+		for (int i = 0; i < s->n && !err; i++)
+			if (i != s->me)
+				memcpy(rb + (size_t)i * b + off, slot(s, area, i) + (size_t)s->me * sub,
+				       len);
+	}
+	return err;
+}
+
+/* Members may describe their blocks with different types of one
+ * signature: a type that is not contiguous goes through a packed copy. */
+int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dtype *st,
+		    void *rbuf, int rcount, struct vd_dtype *rt)
+{
+	size_t b = (size_t)rcount * (size_t)rt->size, all = (size_t)s->n * b;
+	char *sp = (char *)sbuf, *rp = rbuf;
+	int err;
+
+	if (s->slot / (size_t)s->n == 0)
+		return -ENOTSUP;        /* a slot smaller than the members */
+	if ((size_t)scount * (size_t)st->size != b)
+		return -EINVAL;         /* signatures differ: an erroneous program */
+	if (b == 0)
+		return 0;
+	if (!st->contig && !(sp = malloc(all)))
+		return -ENOMEM;
+	if (!rt->contig && !(rp = malloc(all))) {
+		if (sp != sbuf)
+			free(sp);
+		return -ENOMEM;
+	}
+	if (sp != sbuf)
+		vd_dtype_pack(st, sbuf, s->n * scount, sp);
+	err = alltoall_bytes(s, sp, rp, b);
+	if (!err && rp != rbuf)
+		vd_dtype_unpack(rt, rp, all, rbuf);
+	if (sp != sbuf)
+		free(sp);
+	if (rp != rbuf)
+		free(rp);
 	return err;
 }

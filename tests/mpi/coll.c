@@ -357,6 +357,44 @@ static void test_v(void)
 /* Different but matching type signatures: the root gathers doubles sent
  * as pairs (contiguous(2, DOUBLE)) into plain doubles, and allgathers a
  * strided vector into contiguous storage. */
+/* Alltoall with types of one signature: strided blocks sent, strided or
+ * plain receives (even ranks strided), so members mix packed copies and
+ * direct ones. */
+static void alltoall_types(void)
+{
+	MPI_Datatype v, vr;
+	size_t n = (size_t)mt_size;
+	int *s = ibuf(6 * n, -5), *r = ibuf(6 * n, -1);
+	int strided = mt_rank % 2 == 0;
+
+	MPI_OK(MPI_Type_vector(3, 1, 2, MPI_INT, &v));
+	MPI_OK(MPI_Type_create_resized(v, 0, 6 * sizeof(int), &vr));
+	MPI_OK(MPI_Type_commit(&vr));
+	for (size_t d = 0; d < n; d++)
+		for (int i = 0; i < 3; i++)
+			s[6 * d + 2 * (size_t)i] = a3(mt_rank, (int)d, i);
+	if (strided)
+		MPI_OK(MPI_Alltoall(s, 1, vr, r, 1, vr, MPI_COMM_WORLD));
+	else
+		MPI_OK(MPI_Alltoall(s, 1, vr, r, 3, MPI_INT, MPI_COMM_WORLD));
+	for (size_t src = 0; src < n; src++)
+		for (int i = 0; i < 3; i++) {
+			int got = strided ? r[6 * src + 2 * (size_t)i] : r[3 * src + (size_t)i];
+			if (!CHECK(got == a3((int)src, mt_rank, i), "Alltoall types: from %zu [%d] = %d",
+				   src, i, got))
+				goto out;
+		}
+	if (strided)
+		for (size_t j = 1; j < 6 * n; j += 2)
+			if (!CHECK(r[j] == -1, "Alltoall types: gap %zu written", j))
+				break;
+out:
+	MPI_OK(MPI_Type_free(&vr));
+	MPI_OK(MPI_Type_free(&v));
+	free(s);
+	free(r);
+}
+
 static void test_types(void)
 {
 	MPI_Datatype pair, v;
@@ -387,6 +425,7 @@ static void test_types(void)
 	MPI_OK(MPI_Type_free(&v));
 	free(r);
 	free(vr);
+	alltoall_types();
 }
 
 int main(int argc, char **argv)
