@@ -539,6 +539,28 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 
 /* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
 
+/* On a node's communicator: every member reduces its slice of the whole
+ * vector in the shared segment and takes its own piece of the result. */
+static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const int *counts,
+			      int total, MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	long long before = 0;
+	void *mem;
+	char *whole = vd_dtype_scratch(t, total, &mem);
+	int err;
+
+	if (!whole)
+		return MPI_ERR_NO_MEM;
+	for (int i = 0; i < c->rank; i++)
+		before += counts[i];
+	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1));
+	if (!err)
+		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
+	free(mem);
+	return err;
+}
+
 /* The whole vector is reduced at rank 0 (in rank order, so any op works)
  * and its pieces scattered: a binomial tree for equal pieces, linear from
  * rank 0 for varying ones (as MPI_Scatterv). */
@@ -552,6 +574,10 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 	void *mem = NULL;
 	char *whole = NULL;
 
+	struct vd_shm *s = vd_shm_of(c);
+
+	if (s && vd_shm_reduce_fits(t, op))
+		return reduce_scatter_shm(s, in, out, counts, total, dt, op, c);
 	for (int i = 1; i < n; i++)
 		S.vec = S.vec || counts[i] != counts[0];
 	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
