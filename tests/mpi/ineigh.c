@@ -37,6 +37,8 @@ static int edge_of(const struct model *m, int r, int k)
 
 /* What the five collectives send and receive at rank r. */
 struct bufs {
+	int me;                         /* allgather's send buffer: it must live
+	                                 * until the request completes */
 	int ag[16], agv[128], a2a[32], a2a2[32], a2av[128], a2aw[64];
 	int agv_cnt[16], agv_dsp[16];
 	int a2a_send[32], a2a2_send[32];
@@ -111,9 +113,8 @@ static void prepare_recvs(const struct model *m, int r, struct bufs *b)
 static void start_all(MPI_Comm comm, const struct model *m, int r, struct bufs *b,
 		      MPI_Request *req)
 {
-	int me = 100 * r + 7;
-
-	MPI_OK(MPI_Ineighbor_allgather(&me, 1, MPI_INT, b->ag, 1, MPI_INT, comm, &req[0]));
+	b->me = 100 * r + 7;
+	MPI_OK(MPI_Ineighbor_allgather(&b->me, 1, MPI_INT, b->ag, 1, MPI_INT, comm, &req[0]));
 	MPI_OK(MPI_Ineighbor_allgatherv(b->agv_send, 1 + r % 3, MPI_INT, b->agv, b->agv_cnt,
 					b->agv_dsp, MPI_INT, comm, &req[1]));
 	MPI_OK(MPI_Ineighbor_alltoall(b->a2a_send, 2, MPI_INT, b->a2a, 2, MPI_INT, comm,
