@@ -89,13 +89,14 @@ static bool node_leader(int rank)
 	return true;
 }
 
-/* Some rank above r lives on node nd. */
-static bool more_on_node(int nd, int r)
+/* How many ranks live on node nd. */
+static int node_ranks(int nd)
 {
-	for (int q = r + 1; q < vd_mpi.size; q++)
-		if (P.node[q] == nd)
-			return true;
-	return false;
+	int n = 0;
+
+	for (int r = 0; r < vd_mpi.size; r++)
+		n += P.node[r] == nd;
+	return n;
 }
 
 /* Rank 0: number the nodes in order of first appearance, from every
@@ -331,7 +332,7 @@ static int publish_node_list(void)
 {
 	char key[48], h[2 * ADDR_MAX + 1], val[ADDR_CHUNK * 2 * ADDR_MAX + 1];
 	size_t step = 2 * (size_t)P.alen[VD_T_OFI], n = 0;
-	int nd = P.node[vd_mpi.rank], k = 0, chunk = 0, err;
+	int nd = P.node[vd_mpi.rank], left = node_ranks(nd), k = 0, chunk = 0, err;
 
 	for (int r = 0; r < vd_mpi.size; r++) {
 		if (P.node[r] != nd)
@@ -347,7 +348,7 @@ static int publish_node_list(void)
 			memcpy(val + n, h, step);
 		}
 		n += step;
-		if (++k == ADDR_CHUNK || r == vd_mpi.size - 1 || !more_on_node(nd, r)) {
+		if (++k == ADDR_CHUNK || --left == 0) {
 			val[n] = '\0';
 			snprintf(key, sizeof(key), "vd-naddr-%d-%d", nd, chunk++);
 			if ((err = vd_pmi_put(key, val)))

@@ -670,20 +670,9 @@ static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hl
 						 (VIP_UINT32)len) == VIP_SUCCESS;
 }
 
-int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
-{
-	struct peer *p = &W.peers[peer];
-	size_t hlen = vd_msg_hdr_len(m->type);
-
-	if (hlen + len > VIADUCT_RING_MAX_MSG)
-		return -EMSGSIZE;
-	if (send_now(p, peer, m, hlen, payload, len))
-		return 0;
-	return queue_msg(p, m, hlen, payload, len, false, NULL);
-}
-
-int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
-		     struct vd_req *done)
+/* Now, or queued (1) with the payload copied or by reference. */
+static int wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len,
+		     bool by_ref, struct vd_req *done)
 {
 	struct peer *p = &W.peers[peer];
 	size_t hlen = vd_msg_hdr_len(m->type);
@@ -693,8 +682,21 @@ int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size
 		return -EMSGSIZE;
 	if (send_now(p, peer, m, hlen, payload, len))
 		return 0;
-	err = queue_msg(p, m, hlen, payload, len, true, done);
+	err = queue_msg(p, m, hlen, payload, len, by_ref, done);
 	return err ? err : 1;
+}
+
+int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
+{
+	int err = wire_send(peer, m, payload, len, false, NULL);
+
+	return err < 0 ? err : 0;
+}
+
+int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
+		     struct vd_req *done)
+{
+	return wire_send(peer, m, payload, len, true, done);
 }
 
 int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,

@@ -8,11 +8,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,11 +21,6 @@
 #define OFI_API FI_VERSION(1, 17)
 
 /* ---- fabric ---------------------------------------------------------------------------- */
-
-static void fabric_env_set(void)
-{
-	setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
-}
 
 static struct fi_info *hints_make(const char *prov, uint64_t caps)
 {
@@ -56,6 +51,11 @@ static struct fi_info *hints_make(const char *prov, uint64_t caps)
  * bounce buffers: 165 MiB resident per rank at MPI_Init, against 62 MiB
  * with rxm's documented default of 128 -- twice the sends a VI keeps in
  * flight (VD_OFI_TX_WINDOW), so the queue never runs dry for us. */
+static void fabric_env_set(void)
+{
+	setenv("FI_OFI_RXM_MSG_RX_SIZE", "128", 0);
+}
+
 static void fabric_env_defaults(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
