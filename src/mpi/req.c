@@ -34,6 +34,19 @@ static int grow(void)
 	return 0;
 }
 
+/* Zero in 64-byte pieces: GCC turns one constant memset above 64 bytes
+ * into `rep stos`, whose start-up (~35 cycles) was an eighth of a small
+ * MPI_Isend; pieces become plain vector stores. */
+static inline void zero_req(struct vd_req *r)
+{
+	unsigned char *p = (unsigned char *)r;
+	size_t i;
+
+	for (i = 0; i + 64 <= sizeof(*r); i += 64)
+		memset(p + i, 0, 64);
+	memset(p + i, 0, sizeof(*r) - i);
+}
+
 struct vd_req *vd_req_new(enum vd_req_kind kind)
 {
 	struct vd_req *r;
@@ -51,7 +64,7 @@ struct vd_req *vd_req_new(enum vd_req_kind kind)
 		idx = nreqs++;
 		reqs[idx] = r;
 	}
-	memset(r, 0, sizeof(*r));
+	zero_req(r);
 	r->kind = kind;
 	r->id = idx + 1;
 	return r;

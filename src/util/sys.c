@@ -147,6 +147,24 @@ int vd_futex_waitv(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns)
 	return r == -ETIMEDOUT && (!deadline_ns || vd_now_ns() < deadline_ns) ? 0 : r;
 }
 
+int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns,
+			   bool (*ready)(void *arg), void *arg)
+{
+	uint64_t recheck = 0, at;
+	int r;
+
+	for (unsigned i = 0; i < n && i < VD_WAITV_MAX; i++)
+		if (w[i].recheck_ns && (!recheck || w[i].recheck_ns < recheck))
+			recheck = w[i].recheck_ns;
+	at = vd_now_ns() + recheck;
+	if (!recheck || (deadline_ns && deadline_ns <= at))
+		return vd_futex_waitv(w, n, deadline_ns);
+	r = vd_futex_waitv(w, n, at);
+	if (r != -ETIMEDOUT)
+		return r;
+	return ready(arg) ? 0 : vd_futex_waitv(w, n, deadline_ns);
+}
+
 void vd_futex_bump(_Atomic uint32_t *word)
 {
 	/* Release pairs with the caller's load of *word before
@@ -178,7 +196,7 @@ int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns)
 
 void vd_event_arm(struct vd_event *e, struct vd_waitv *w)
 {
-	*w = (struct vd_waitv){ &e->seq, vd_event_seen(e), false };
+	*w = (struct vd_waitv){ &e->seq, vd_event_seen(e), false, 0 };
 	/* Seq_cst: as in vd_event_wait. */
 	atomic_fetch_add(&e->sleepers, 1);
 }

@@ -30,6 +30,11 @@
  * peer that clears `waiting` or eats a bit delays a wake-up, never
  * loses it. */
 #define VD_CQ_SLICE_NS 50000000ull
+/* How long after arming a sleeper looks at its rings again, still armed:
+ * a ring message published as it armed may not have rung the bell
+ * (shm_ring.c, publish()).  Far above the time a store takes to become
+ * visible; short enough that such a message is late by little. */
+#define VD_CQ_RECHECK_NS 200000ull
 
 static int doorbell_map(struct vd_shm_cq *sc)
 {
@@ -92,9 +97,11 @@ static void ring_the_bell(struct vd_cq_ring *r)
 	vd_futex_wake_shared(&r->b.bell);
 }
 
-/* After publishing (an announcement or a ring message) with a seq_cst
- * operation: the seq_cst load pairs with vd_shm_cq_sleep()'s arming, so
- * either we see its count and ring, or it sees what we published.  True
+/* After publishing.  An announcement is published with a seq_cst
+ * operation, and this seq_cst load pairs with cq_arm()'s increment:
+ * either we see its count and ring, or it sees what we published.  A
+ * ring message is published with a release store only, which this load
+ * may pass; cq_arm() asks its sleeper to look again (recheck_ns).  True
  * if rung. */
 bool vd_cq_ring_wake(struct vd_cq_ring *r)
 {
@@ -408,12 +415,13 @@ static int cq_arm(struct vd_cq *cq, bool rings, struct vd_waitv *w, void **armed
 		return 1;
 	r = sc->ring;
 	*armed = sc;
-	/* seq_cst RMW pairs with the senders' seq_cst signal, the fence in
-	 * vd_shm_cq_push_local and the exchange in shm_ring.c's publish():
-	 * either they see the count and ring the bell, or we see what they
-	 * published. */
+	/* seq_cst RMW pairs with the senders' seq_cst signal and the fence
+	 * in vd_shm_cq_push_local: either they see the count and ring the
+	 * bell, or we see what they published.  Ring messages are published
+	 * without a fence: for them the look again after recheck_ns. */
 	atomic_fetch_add(&r->c.waiting, 1);
-	*w = (struct vd_waitv){ &r->b.bell, atomic_load(&r->b.bell), true };
+	*w = (struct vd_waitv){ &r->b.bell, atomic_load(&r->b.bell), true,
+				rings ? VD_CQ_RECHECK_NS : 0 };
 	if (events_ready(sc) || atomic_load(&sc->closing) ||
 	    (rings && vd_shm_cq_rings_ready(sc))) {
 		vd_shm_cq_disarm(cq, sc, false);
@@ -440,6 +448,13 @@ int vd_shm_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed)
 	return cq_arm(cq, true, w, armed);
 }
 
+/* The recheck of an armed sleep (vd_futex_waitv_recheck): only a
+ * sleep that counts ring messages asks for one. */
+static bool armed_ready(void *armed)
+{
+	return vd_shm_cq_rings_ready(armed);
+}
+
 /* rings: a message in a ring feeding the CQ also ends the sleep
  * (viaduct_cq_wait_any); VipCQWait waits for events only.  Sleeps at most
  * one slice, then asks for a look at every connection. */
@@ -453,7 +468,8 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 
 	if (cq_arm(cq, rings, &w, &armed))
 		return 0;
-	err = vd_futex_wait_shared(w.word, w.seen, sliced ? slice_end : deadline);
+	err = vd_futex_waitv_recheck(&w, 1, sliced ? slice_end : deadline,
+				     armed_ready, armed);
 	vd_shm_cq_disarm(cq, armed, err == -ETIMEDOUT && sliced);
 	return err == -ETIMEDOUT && sliced ? 0 : err;
 }

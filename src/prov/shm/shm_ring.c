@@ -51,9 +51,9 @@ static uint64_t hdr_word(uint32_t len, uint32_t pos)
 
 static struct vd_ring_hdr hdr_load(const uint8_t *line)
 {
-	/* seq_cst (a plain load on x86) so that viaduct_cq_wait_any's
-	 * readiness check after arming is ordered as Dekker requires;
-	 * acquire pairs with publish()'s exchange: payload first. */
+	/* seq_cst (a plain load on x86) so that a sleeper's readiness check
+	 * stays after its arming; acquire pairs with publish()'s release
+	 * store: payload first. */
 	uint64_t w = __atomic_load_n((const uint64_t *)line, __ATOMIC_SEQ_CST);
 	struct vd_ring_hdr h;
 
@@ -109,13 +109,17 @@ static bool room(struct vd_shm_conn *c, uint32_t n)
 	return c->msg_write + n - c->msg_read_lazy <= c->msg_lines;
 }
 
-/* Header last.  The seq_cst exchange is the release for the payload and
- * also orders vd_cq_ring_wake()'s load of the receiver's waiter count
- * after it (Dekker with vd_shm_cq_sleep's seq_cst increment and ready
- * check). */
+/* Header last; release pairs with hdr_load()'s acquire, so the payload
+ * is visible with it.  No store-load fence orders vd_cq_ring_wake()'s
+ * load of the receiver's waiter count after this store: the fence waited
+ * for the line to come back from the polling receiver and cost a sixth
+ * of the small-message rate.  A receiver arming its sleep at the same
+ * instant may therefore miss both the message and the bell; its sleep
+ * looks at the rings again, still armed, VD_CQ_RECHECK_NS later
+ * (shm_cq.c), by when the store is long visible. */
 static void publish(uint8_t *line, uint32_t len, uint32_t abs)
 {
-	__atomic_exchange_n((uint64_t *)line, hdr_word(len, abs + 1), __ATOMIC_SEQ_CST);
+	__atomic_store_n((uint64_t *)line, hdr_word(len, abs + 1), __ATOMIC_RELEASE);
 }
 
 
