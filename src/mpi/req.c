@@ -42,6 +42,7 @@ static inline void zero_req(struct vd_req *r)
 	unsigned char *p = (unsigned char *)r;
 	size_t i;
 
+#pragma GCC unroll 4
 	for (i = 0; i + 64 <= sizeof(*r); i += 64)
 		memset(p + i, 0, 64);
 	memset(p + i, 0, sizeof(*r) - i);

@@ -781,7 +781,12 @@ static void msg_arrived(int peer, const uint8_t *msg, size_t len)
 	hlen = vd_msg_hdr_len(msg[0]);
 	if (len < hlen)
 		return;
-	memcpy(&m, msg, hlen);
+	/* Fixed sizes: a copy of a variable length became `rep movsq`,
+	 * whose start-up cost showed in every small message. */
+	memcpy(&m, msg, VD_MSG_SHORT);
+	if (hlen > VD_MSG_SHORT)
+		memcpy((uint8_t *)&m + VD_MSG_SHORT, msg + VD_MSG_SHORT,
+		       sizeof(m) - VD_MSG_SHORT);
 	if (m.version != VD_MSG_VERSION)
 		return;
 	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
