@@ -20,7 +20,9 @@
 # Environment: PYTHON (default /usr/bin/python3), MPI_BENCH_TIMEOUT
 # (seconds per program run), MPI_HOSTS_QUIET_WAIT (seconds to wait before
 # each run for the CPUs to be >= 90 % idle for a second; default 30),
-# MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce"), MPI_HOSTS_ENV
+# MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce"),
+# MPI_HOSTS_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default tcp),
+# MPI_HOSTS_ENV
 # (VAR=VALUE words for every measured run, e.g. VIADUCT_MPI_PROTOCOL=get).
 #
 # Each host has its own network namespace (a veth pair joins the two),
@@ -33,7 +35,8 @@
 # CPU 1.  Allreduce also runs with 4 ranks, two per host, not pinned
 # (4 ranks on 2 CPUs: oversubscribed).
 #   viaduct   mpiexec.hydra -hosts A,B -launcher ssh -launcher-exec AGENT,
-#             VIADUCT_OFI_PROVIDER=tcp (shm or ofi per peer, by itself)
+#             VIADUCT_OFI_PROVIDER=tcp or MPI_HOSTS_OFI_PROVIDER (shm or
+#             ofi per peer, by itself)
 #   Open MPI  mpirun.openmpi --host A,B --mca plm_rsh_agent AGENT, ob1 with
 #             btl self,tcp (4 ranks: self,vader,tcp), --bind-to none
 #   MPICH     mpiexec.hydra as viaduct (ch4:ucx; UCX picks its transports)
@@ -84,6 +87,7 @@ TMO=${MPI_BENCH_TIMEOUT:-$([ -n "$QUICK" ] && echo 120 || echo 300)}
 VDCC=$BUILD/tools/vdcc
 TCP_FLOOR=$BUILD/bench/tcp_floor
 PROGS=${MPI_HOSTS_PROGS:-latency bw bibw allreduce}
+OFI_PROVIDER=${MPI_HOSTS_OFI_PROVIDER:-tcp}
 # VAR=VALUE words added to every measured run (e.g. VIADUCT_MPI_PROTOCOL=get)
 read -r -a EXTRA_ENV <<<"${MPI_HOSTS_ENV:-}"
 
@@ -244,7 +248,7 @@ launch() {
 	fi
 	case $impl in
 	viaduct|mpich)
-		[ $impl = viaduct ] && envs+=(VIADUCT_OFI_PROVIDER=tcp LD_LIBRARY_PATH="$VD_LIBS")
+		[ $impl = viaduct ] && envs+=(VIADUCT_OFI_PROVIDER="$OFI_PROVIDER" LD_LIBRARY_PATH="$VD_LIBS")
 		in_host A env "${envs[@]}" timeout -k 5 "$TMO" mpiexec.hydra -hosts "$hosts" \
 			-launcher ssh -launcher-exec "$AGENT" -n "$n" $pin "$@" ;;
 	openmpi)
@@ -370,6 +374,7 @@ context run cpus "$(nproc) online"
 context run kernel "$(uname -sr)"
 context run load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 context run date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+context run viaduct_ofi_provider "$OFI_PROVIDER"
 context run mode "${QUICK:-full}, $ROUNDS round(s)"
 [ -n "${MPI_HOSTS_ENV:-}" ] && context run extra_env "$MPI_HOSTS_ENV"
 context run hosts "$NS_A $IP_A <-> $NS_B $IP_B, veth, own net+uts+ipc namespaces"
@@ -389,6 +394,8 @@ IMPLS4=
 ALL=$IMPLS
 for impl in ${ALL//,/ }; do
 	check "$impl" 2 || skip "$impl" "its transport check failed (see above)"
+	# The 4-rank runs are allreduce's alone.
+	case " $PROGS " in *" allreduce "*) ;; *) continue ;; esac
 	if want "$impl"; then check "$impl" 4 && IMPLS4=$IMPLS4,$impl; fi
 done
 IMPLS4=${IMPLS4#,}

@@ -239,7 +239,8 @@ int vd_progress(bool block);
 int vd_nbc_progress(void);
 /* Sends queued or in flight on any VI (MPI_Finalize drains them). */
 bool vd_wire_busy(void);
-size_t vd_eager_max(void);
+/* The largest message sent eagerly to peer (its transport's limit). */
+size_t vd_eager_max(int peer);
 
 /* regcache.c: registrations of message buffers for transfers with peer
  * (on the NIC that reaches it), reused (RDMA read and write enabled).

@@ -67,7 +67,7 @@ static enum proto choose(int peer, size_t len)
 		return P_EAGER;
 	if (forcing && forced != P_EAGER)
 		return forced;
-	if (len <= vd_eager_max())
+	if (len <= vd_eager_max(peer))
 		return P_EAGER;
 	return !large_given && vd_place_via(peer) == VD_T_OFI ? P_RNDV : large;
 }

@@ -94,7 +94,7 @@ static struct {
 	VIP_CQ_HANDLE set[VD_T_N];      /* the CQs, for the idle wait */
 	unsigned nset;
 	struct peer *peers;             /* world size; [rank] unused */
-	size_t eager_max;
+	size_t eager_max[VD_T_N];       /* per transport of the peer */
 	bool pin;                       /* VIADUCT_MPI_PIN=1 */
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
@@ -114,14 +114,18 @@ VIP_NIC_HANDLE vd_mpi_nic(void)
 	return W.t[VD_T_SHM].nic ? W.t[VD_T_SHM].nic : W.t[VD_T_OFI].nic;
 }
 
-size_t vd_eager_max(void)
+size_t vd_eager_max(int peer)
 {
-	return W.eager_max;
+	return W.eager_max[vd_place_via(peer)];
 }
 
-/* An eager message is one ring message. */
+/* An eager message is one ring message.  Inside a host, get (one copy,
+ * by the receiver) beats eager's two copies above 8 KiB; across hosts a
+ * rendezvous costs a round trip more than eager, whose second copy is
+ * cheap beside the wire: eager up to the largest ring message. */
 #define VD_EAGER_LIMIT (VIADUCT_RING_MAX_MSG - VD_MSG_SHORT)
 #define VD_EAGER_DEFAULT 8192
+#define VD_NET_EAGER_DEFAULT VD_EAGER_LIMIT
 
 /* ---- the pool ------------------------------------------------------------------ */
 
@@ -346,7 +350,7 @@ static int transports_open(void)
 
 int vd_wire_init(void)
 {
-	uint64_t emax = VD_EAGER_DEFAULT, pin = 0, eager = 0;
+	uint64_t emax = VD_EAGER_DEFAULT, net_emax = VD_NET_EAGER_DEFAULT, pin = 0, eager = 0;
 	uint8_t *cursor[VD_T_N];
 	VIP_NIC_HANDLE nic[VD_T_N];
 	VIP_CQ_HANDLE cq[VD_T_N];
@@ -354,13 +358,15 @@ int vd_wire_init(void)
 
 	/* In range (the registry's bounds are the ring's): checked at init. */
 	if (viaduct_param_uint("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT, &emax) ||
+	    viaduct_param_uint("VIADUCT_MPI_NET_EAGER_MAX", VD_NET_EAGER_DEFAULT, &net_emax) ||
 	    viaduct_param_uint("VIADUCT_MPI_PIN", 0, &pin) ||
 	    viaduct_param_uint("VIADUCT_MPI_CONNECT", 0, &eager))
 		return -EINVAL;
 	W.pin = pin == 1;
 	W.lazy = eager == 0;
 	W.idle_ms = 1;
-	W.eager_max = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
+	W.eager_max[VD_T_SHM] = emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)emax;
+	W.eager_max[VD_T_OFI] = net_emax > VD_EAGER_LIMIT ? VD_EAGER_LIMIT : (size_t)net_emax;
 	if ((err = vd_place_init()))
 		return err;
 	W.peers = calloc((size_t)vd_mpi.size, sizeof(*W.peers));

@@ -72,6 +72,8 @@ static const struct param params[] = {
 	  "1: log connection failures and protocol errors to stderr" },
 	{ "VIADUCT_MPI_EAGER_MAX", PT_SIZE, "8192", 64, 32728, NULL,
 	  "largest MPI message sent eagerly, through the VI's message ring" },
+	{ "VIADUCT_MPI_NET_EAGER_MAX", PT_SIZE, "32728", 64, 32728, NULL,
+	  "largest MPI message sent eagerly to a rank on another host" },
 	{ "VIADUCT_MPI_SPLIT_MIN", PT_SIZE, "262144", 0, 1ull << 40, NULL,
 	  "from this size the automatic protocol splits a message (0: never)" },
 	{ "VIADUCT_MPI_LARGE", PT_CHOICE, "get", 0, 0, "get|rndv|rendezvous",
