@@ -281,7 +281,7 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	struct vd_shm *s = vd_shm_of(c);
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root, 0));
 	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
 		if (n == 1)
 			vd_dtype_copy(t, in, out, count);
@@ -506,7 +506,7 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 	struct vd_shm *s = count > 0 ? vd_shm_of(c) : NULL;
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1, 0));
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)
@@ -539,8 +539,23 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 
 /* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
 
+/* What every member of a Reduce_scatter must agree on: the counts (all
+ * of them: equal totals split differently are as wrong), the element
+ * size and the op. */
+static uint32_t reduce_scatter_sig(const int *counts, int n, const struct vd_dtype *t,
+				   MPI_Op op)
+{
+	uint32_t h = vd_shm_sig(SHM_SIG_REDUCE_SCATTER, (uint64_t)t->size << 32 | (uint32_t)op);
+
+	for (int i = 0; i < n; i++)
+		h = vd_shm_sig(h, (uint32_t)counts[i]);
+	return h;
+}
+
 /* On a node's communicator: every member reduces its slice of the whole
- * vector in the shared segment and takes its own piece of the result. */
+ * vector in the shared segment and takes its own piece.  Members whose
+ * counts differ (an erroneous program) all fail at the first phase, and
+ * the segment's phases stay aligned. */
 static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const int *counts,
 			      int total, MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
@@ -550,11 +565,14 @@ static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const
 	char *whole = vd_dtype_scratch(t, total, &mem);
 	int err;
 
-	if (!whole)
-		return MPI_ERR_NO_MEM;
+	if (!whole) {
+		err = vd_coll_code(vd_shm_refuse(s));
+		return err ? err : MPI_ERR_NO_MEM;
+	}
 	for (int i = 0; i < c->rank; i++)
 		before += counts[i];
-	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1));
+	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1,
+					 reduce_scatter_sig(counts, c->size, t, op)));
 	if (!err)
 		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
 	free(mem);
