@@ -560,19 +560,21 @@ static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const
 			      int total, MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
+	uint32_t sig = reduce_scatter_sig(counts, c->size, t, op);
 	long long before = 0;
-	void *mem;
-	char *whole = vd_dtype_scratch(t, total, &mem);
+	void *mem = NULL;
+	char *whole = total ? vd_dtype_scratch(t, total, &mem) : NULL;
 	int err;
 
+	if (total == 0)         /* one phase: a member with counts finds out */
+		return vd_coll_code(vd_shm_signed_phase(s, sig));
 	if (!whole) {
-		err = vd_coll_code(vd_shm_refuse(s));
-		return err ? err : MPI_ERR_NO_MEM;
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+		return MPI_ERR_NO_MEM;
 	}
 	for (int i = 0; i < c->rank; i++)
 		before += counts[i];
-	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1,
-					 reduce_scatter_sig(counts, c->size, t, op)));
+	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1, sig));
 	if (!err)
 		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
 	free(mem);
@@ -596,6 +598,8 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 
 	if (s && vd_shm_reduce_fits(t, op))
 		return reduce_scatter_shm(s, in, out, counts, total, dt, op, c);
+	if (total == 0)
+		return MPI_SUCCESS;
 	for (int i = 1; i < n; i++)
 		S.vec = S.vec || counts[i] != counts[0];
 	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
@@ -636,7 +640,7 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 	if (sum > INT_MAX)
 		return MPI_ERR_COUNT;
 	err = vd_coll_check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
-	if (err || sum == 0)
+	if (err)
 		return err;
 	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,
 			      (int)sum, dt, op, c);

@@ -606,7 +606,7 @@ int vd_shm_check_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
 	return 0;
 }
 
-int vd_shm_refuse(struct vd_shm *s)
+int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
 {
 	uint32_t p = vd_shm_next(s);
 	char *area;
@@ -614,9 +614,10 @@ int vd_shm_refuse(struct vd_shm *s)
 
 	if (err)
 		return err;
-	vd_shm_sign(s, p, SHM_SIG_REFUSED);
+	vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);
-	return vd_shm_wait(s, -1, p);
+	err = vd_shm_wait(s, -1, p);
+	return err ? err : vd_shm_check_signed(s, p, sig);
 }
 
 int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)

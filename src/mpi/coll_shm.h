@@ -101,9 +101,10 @@ void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
 /* After waiting for every member at phase p: 0 if all signed it with
  * sig, else -EMSGSIZE (MPI_ERR_TRUNCATE: the members' sizes differ). */
 int vd_shm_check_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
-/* Take part in one signed phase without data, as a member with a local
- * error: the others' check fails at that phase.  0 or the wait's error. */
-int vd_shm_refuse(struct vd_shm *s);
+/* One phase without data, signed sig and checked: for a call with
+ * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
+ * whose fellow members' check then fails at that phase. */
+int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig);
 
 /* Fold v into the signature h (never SHM_SIG_REFUSED for a real shape:
  * the result is made odd). */

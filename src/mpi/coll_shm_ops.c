@@ -304,11 +304,10 @@ int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dt
 	else if (b && !rt->contig && !(rp = malloc(all)))
 		err = -ENOMEM;
 	if (err) {
-		int e = vd_shm_refuse(s);
-
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 		if (sp != sbuf)
 			free(sp);
-		return e ? e : err;
+		return err;
 	}
 	if (sp != sbuf)
 		vd_dtype_pack(st, sbuf, s->n * scount, sp);

@@ -23,6 +23,7 @@
  *   rs_split         the same total, rank 0's counts 3, 1, 2, ...
  *   rs_large         3000 against 6000 per rank (several chunks)
  *   rs_phases        100 against 600 per rank (one phase against two)
+ *   rs_zero          rank 0's recvcounts all 0, the others' 2
  *   rs_block         Reduce_scatter_block, 2 against 3
  */
 #include "mpitest.h"
@@ -109,6 +110,8 @@ static int erroneous_call(const char *name)
 		return reduce_scatter_counts(odd ? BIG / 2 : BIG, -1, -1);
 	if (!strcmp(name, "rs_phases"))
 		return reduce_scatter_counts(odd ? 100 : 600, -1, -1);
+	if (!strcmp(name, "rs_zero"))
+		return reduce_scatter_counts(odd ? 0 : 2, -1, -1);
 	if (!strcmp(name, "rs_block")) {
 		for (int i = 0; i < 3 * mt_size; i++)
 			sbuf[i] = i;
