@@ -93,6 +93,14 @@ static _Atomic uint32_t *signature(const struct vd_shm *s, int i, uint32_t p)
 	return counter(s, i) + 2 + p % SHM_NBUF;
 }
 
+/* The word stored for sig at phase p: a signature left from an earlier
+ * use of the area (a member that began something else) does not pass
+ * for this phase's. */
+static uint32_t signature_word(uint32_t sig, uint32_t p)
+{
+	return sig ^ (p * 0x9e3779b9u);
+}
+
 /* ---- setup ------------------------------------------------------------------- */
 
 static bool shm_enabled(void)
@@ -448,7 +456,14 @@ static bool member_reached(struct vd_shm *s, int i, uint32_t p)
 		found_overwritten(s, i, v);
 		return true;
 	}
-	return reached(v, p);
+	if (!reached(v, p))
+		return false;
+	/* Its signature now, while the line is here: once the member moves
+	 * on, reading it would cost another trip of the line. */
+	if (s->sig_wanted &&
+	    atomic_load_explicit(signature(s, i, s->sig_phase), memory_order_relaxed) != s->sig_word)
+		s->sig_differs = true;
+	return true;
 }
 
 /* The first member (of `who`, or of all for -1) not yet at phase p, or
@@ -581,14 +596,6 @@ char *vd_shm_area(const struct vd_shm *s, uint32_t p)
 	return s->areas + (size_t)(p % SHM_NBUF) * s->area_len;
 }
 
-/* The word stored for sig at phase p: a signature left from an earlier
- * use of the area (a member that began something else) does not pass
- * for this phase's. */
-static uint32_t signature_word(uint32_t sig, uint32_t p)
-{
-	return sig ^ (p * 0x9e3779b9u);
-}
-
 void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig)
 {
 	/* Relaxed: the release store of phase p publishes it. */
@@ -596,14 +603,17 @@ void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig)
 			      memory_order_relaxed);
 }
 
-int vd_shm_check_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
+int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
 {
-	uint32_t want = signature_word(sig, p);
+	int err;
 
-	for (int i = 0; i < s->n; i++)
-		if (atomic_load_explicit(signature(s, i, p), memory_order_relaxed) != want)
-			return -EMSGSIZE;
-	return 0;
+	s->sig_wanted = true;
+	s->sig_phase = p;
+	s->sig_word = signature_word(sig, p);
+	s->sig_differs = false;
+	err = vd_shm_wait(s, -1, p);
+	s->sig_wanted = false;
+	return err ? err : s->sig_differs ? -EMSGSIZE : 0;
 }
 
 int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
@@ -616,8 +626,7 @@ int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
 		return err;
 	vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);
-	err = vd_shm_wait(s, -1, p);
-	return err ? err : vd_shm_check_signed(s, p, sig);
+	return vd_shm_wait_signed(s, p, sig);
 }
 
 int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)

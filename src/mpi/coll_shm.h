@@ -15,8 +15,8 @@
  *
  * A collective whose members must agree on its shape (Alltoall's block
  * size, Reduce_scatter's counts) begins with each member signing its
- * first phase with a hash of that shape; after the wait for everyone at
- * that phase each compares all signatures with its own.  Members that
+ * first phase with a hash of that shape; waiting for everyone at that
+ * phase each compares all signatures with its own.  Members that
  * disagree then all see a difference at the same phase and stop there,
  * so an erroneous call fails everywhere and leaves the phases aligned
  * for the next collective.  A member that cannot take part (a local
@@ -65,6 +65,10 @@ struct vd_shm {
 	                                 * back was overwritten) */
 	bool corrupt;                   /* a counter read what no member can
 	                                 * have written: every wait fails */
+	bool sig_wanted;                /* vd_shm_wait_signed is waiting: */
+	bool sig_differs;               /* a member's signature of sig_phase */
+	uint32_t sig_phase;             /* was not sig_word */
+	uint32_t sig_word;
 };
 
 /* The segment of c (set up on the first call, a collective over c via
@@ -98,9 +102,11 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
 /* Sign phase p with sig (before publishing it). */
 void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
-/* After waiting for every member at phase p: 0 if all signed it with
- * sig, else -EMSGSIZE (MPI_ERR_TRUNCATE: the members' sizes differ). */
-int vd_shm_check_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
+/* vd_shm_wait for every member at phase p, then -EMSGSIZE
+ * (MPI_ERR_TRUNCATE: the members' sizes differ) unless all signed it
+ * with sig.  Each signature is read as its member's counter is seen at
+ * p, while that line is in this CPU's cache. */
+int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
 /* One phase without data, signed sig and checked: for a call with
  * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
  * whose fellow members' check then fails at that phase. */

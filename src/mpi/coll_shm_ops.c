@@ -135,9 +135,7 @@ static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *
 /* Everyone at phase p: and, where a signature is asked for, all gave it. */
 static int reduce_wait(struct vd_shm *s, const struct shm_red *r, uint32_t p)
 {
-	int err = vd_shm_wait(s, -1, p);
-
-	return err || !r->sig ? err : vd_shm_check_signed(s, p, r->sig);
+	return r->sig ? vd_shm_wait_signed(s, p, r->sig) : vd_shm_wait(s, -1, p);
 }
 
 /* One chunk of m elements: in -> this member's slot, out <- the result
@@ -153,9 +151,9 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 
 	if (err)
 		return err;
-	if (r->sig)
-		vd_shm_sign(s, p, r->sig);
 	memcpy(slot(s, area, s->me), in, m * r->esz);
+	if (r->sig)     /* next to the publish: one trip of the line */
+		vd_shm_sign(s, p, r->sig);
 	vd_shm_publish(s, p);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
 		if (!wants)
@@ -264,16 +262,14 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, 
 
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
-		if (off == 0)
-			vd_shm_sign(s, p, sig);
 		mine = slot(s, area, s->me);
 		for (int d = 0; d < s->n && len; d++)
 			if (d != s->me)
 				memcpy(mine + (size_t)d * sub, sb + (size_t)d * b + off, len);
+		if (off == 0)   /* next to the publish: one trip of the line */
+			vd_shm_sign(s, p, sig);
 		vd_shm_publish(s, p);
-		err = vd_shm_wait(s, -1, p);
-		if (!err && off == 0)
-			err = vd_shm_check_signed(s, p, sig);
+		err = off == 0 ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p);
 		for (int i = 0; i < s->n && !err && len; i++)
 			if (i != s->me)
 				memcpy(rb + (size_t)i * b + off, slot(s, area, i) + (size_t)s->me * sub,
