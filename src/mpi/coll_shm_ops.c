@@ -246,7 +246,7 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
 /* ---- Alltoall ---------------------------------------------------------------------------- */
 
 /* Blocks of b bytes, the one for (or from) member d at d * b; sig: b's
- * signature, checked after the first phase (a zero b takes one phase
+ * signature, checked at the first phase (a zero b takes one phase
  * too, so that a member that passed more finds out). */
 static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig)
 {
