@@ -3,7 +3,9 @@
 # tests/mpi/coll_shm_hostile.c under vdrun: one rank writes garbage into
 # the shared segment of the node-local collectives while the others wait
 # in Barrier, Bcast (small and pipelined), Reduce, Allreduce (one- and
-# two-phase) or Allgather (one and several chunks), on 2, 3 and 4 ranks.
+# two-phase), Allgather (one and several chunks), Alltoall (one and
+# several phases, a strided type) or Reduce_scatter(_block) (small,
+# varying counts; several chunks), on 2, 3 and 4 ranks.
 # Whatever it does, no rank may crash (a signal, a sanitizer report) and
 # the job must end within a few seconds.  Beyond that, per attack:
 #   detect   counters made impossible (or the pages dropped: zeros),
@@ -14,7 +16,8 @@
 #   correct  sleeper counts and spare bytes scribbled, or the segment's
 #            file cut short: every honest rank finishes with every
 #            result right;
-#   survive  plausible lies (a counter one phase off) and garbage data:
+#   survive  plausible lies (a counter one phase off), garbage data and
+#            garbage signatures (Alltoall's and Reduce_scatter's sizes):
 #            either a clear message or the end of the job; wrong
 #            results here are what the library cannot see (counted).
 # Optional arguments after the build directory: COLL... to run only those.
@@ -23,7 +26,8 @@ mt_need coll_shm_hostile
 prog=$(mt_prog coll_shm_hostile)
 shift
 COLLS=${*:-barrier bcast bcast_large reduce reduce_large allreduce allreduce_large
-	allgather allgather_large}
+	allgather allgather_large alltoall alltoall_large alltoall_strided
+	reduce_scatter reduce_scatter_large reduce_scatter_block}
 BOUND=${HOSTILE_BOUND:-5}        # seconds a case may take
 out=$(mktemp /tmp/mpitest-out.XXXXXX)
 trap 'rm -f "$mt_log" "$out"' EXIT
@@ -107,6 +111,7 @@ for coll in $COLLS; do
 	run_case "$coll" minus1 continue survive
 	run_case "$coll" minus1 exit survive
 	run_case "$coll" data continue survive
+	run_case "$coll" sigs continue survive
 done
 echo "wrong results nobody could detect (plausible counters, garbage data): $undetected rounds"
 mt_done

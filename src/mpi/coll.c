@@ -281,7 +281,7 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	struct vd_shm *s = vd_shm_of(c);
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root, 0));
 	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
 		if (n == 1)
 			vd_dtype_copy(t, in, out, count);
@@ -506,7 +506,7 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 	struct vd_shm *s = count > 0 ? vd_shm_of(c) : NULL;
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1, 0));
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)
@@ -539,22 +539,42 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 
 /* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
 
+/* What every member of a Reduce_scatter must agree on: the counts (all
+ * of them: equal totals split differently are as wrong), the element
+ * size and the op. */
+static uint32_t reduce_scatter_sig(const int *counts, int n, const struct vd_dtype *t,
+				   MPI_Op op)
+{
+	uint32_t h = vd_shm_sig(SHM_SIG_REDUCE_SCATTER, (uint64_t)t->size << 32 | (uint32_t)op);
+
+	for (int i = 0; i < n; i++)
+		h = vd_shm_sig(h, (uint32_t)counts[i]);
+	return h;
+}
+
 /* On a node's communicator: every member reduces its slice of the whole
- * vector in the shared segment and takes its own piece of the result. */
+ * vector in the shared segment and takes its own piece.  Members whose
+ * counts differ (an erroneous program) all fail at the first phase, and
+ * the segment's phases stay aligned. */
 static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const int *counts,
 			      int total, MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
+	uint32_t sig = reduce_scatter_sig(counts, c->size, t, op);
 	long long before = 0;
-	void *mem;
-	char *whole = vd_dtype_scratch(t, total, &mem);
+	void *mem = NULL;
+	char *whole = total ? vd_dtype_scratch(t, total, &mem) : NULL;
 	int err;
 
-	if (!whole)
+	if (total == 0)         /* one phase: a member with counts finds out */
+		return vd_coll_code(vd_shm_signed_phase(s, sig));
+	if (!whole) {
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 		return MPI_ERR_NO_MEM;
+	}
 	for (int i = 0; i < c->rank; i++)
 		before += counts[i];
-	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1));
+	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1, sig));
 	if (!err)
 		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
 	free(mem);
@@ -578,6 +598,8 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 
 	if (s && vd_shm_reduce_fits(t, op))
 		return reduce_scatter_shm(s, in, out, counts, total, dt, op, c);
+	if (total == 0)
+		return MPI_SUCCESS;
 	for (int i = 1; i < n; i++)
 		S.vec = S.vec || counts[i] != counts[0];
 	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
@@ -618,7 +640,7 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 	if (sum > INT_MAX)
 		return MPI_ERR_COUNT;
 	err = vd_coll_check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
-	if (err || sum == 0)
+	if (err)
 		return err;
 	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,
 			      (int)sum, dt, op, c);

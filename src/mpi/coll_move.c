@@ -351,12 +351,16 @@ static int alltoall_pairwise(const struct vd_coll_side *S, const struct vd_coll_
 	int err = vd_coll_local_copy(side_at(S, me), side_count(S, me), S->t, side_at(R, me),
 				     side_count(R, me), R->t);
 
-	for (int i = 1; i < n && !err; i++) {
+	/* On after a failed exchange (a block larger than its receive, in an
+	 * erroneous program): every message is still sent and received, so
+	 * none is left over to mislead the next collective. */
+	for (int i = 1; i < n; i++) {
 		int dst = is_pof2(n) ? me ^ i : (me + i) % n;
 		int src = is_pof2(n) ? me ^ i : (me - i + n) % n;
+		int e = vd_coll_sendrecv(side_at(S, dst), side_count(S, dst), S->dt, dst,
+					 side_at(R, src), side_count(R, src), R->dt, src, c);
 
-		err = vd_coll_sendrecv(side_at(S, dst), side_count(S, dst), S->dt, dst,
-				       side_at(R, src), side_count(R, src), R->dt, src, c);
+		err = err ? err : e;
 	}
 	return err;
 }

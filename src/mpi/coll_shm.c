@@ -54,13 +54,15 @@
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
 #define SHM_NAME_LEN 128
-_Static_assert(SHM_LINE >= 2 * sizeof(uint32_t), "a counter and its sleepers per line");
+_Static_assert(SHM_LINE >= (2 + SHM_NBUF) * sizeof(uint32_t),
+	       "a counter, its sleepers and a signature per area in each line");
 
 /* ---- layout ------------------------------------------------------------------ */
 
 /* One line per member: its phase counter (also the futex word its
- * waiters sleep on) and how many may be asleep on it; then the areas
- * (page aligned). */
+ * waiters sleep on), how many may be asleep on it and the signatures of
+ * the collectives it began in each area; then the areas (page
+ * aligned). */
 static size_t areas_offset(int n)
 {
 	size_t end = (size_t)n * SHM_LINE;
@@ -81,6 +83,22 @@ static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
 static _Atomic uint32_t *sleepers(const struct vd_shm *s, int i)
 {
 	return counter(s, i) + 1;
+}
+
+/* Member i's signature of phase p: one word per area, so it lives as
+ * long as the area's data (a member cannot sign phase p + SHM_NBUF
+ * before everyone has published p + 2). */
+static _Atomic uint32_t *signature(const struct vd_shm *s, int i, uint32_t p)
+{
+	return counter(s, i) + 2 + p % SHM_NBUF;
+}
+
+/* The word stored for sig at phase p: a signature left from an earlier
+ * use of the area (a member that began something else) does not pass
+ * for this phase's. */
+static uint32_t signature_word(uint32_t sig, uint32_t p)
+{
+	return sig ^ (p * 0x9e3779b9u);
 }
 
 /* ---- setup ------------------------------------------------------------------- */
@@ -438,7 +456,14 @@ static bool member_reached(struct vd_shm *s, int i, uint32_t p)
 		found_overwritten(s, i, v);
 		return true;
 	}
-	return reached(v, p);
+	if (!reached(v, p))
+		return false;
+	/* Its signature now, while the line is here: once the member moves
+	 * on, reading it would cost another trip of the line. */
+	if (s->sig_wanted &&
+	    atomic_load_explicit(signature(s, i, s->sig_phase), memory_order_relaxed) != s->sig_word)
+		s->sig_differs = true;
+	return true;
 }
 
 /* The first member (of `who`, or of all for -1) not yet at phase p, or
@@ -569,6 +594,39 @@ yield:
 char *vd_shm_area(const struct vd_shm *s, uint32_t p)
 {
 	return s->areas + (size_t)(p % SHM_NBUF) * s->area_len;
+}
+
+void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig)
+{
+	/* Relaxed: the release store of phase p publishes it. */
+	atomic_store_explicit(signature(s, s->me, p), signature_word(sig, p),
+			      memory_order_relaxed);
+}
+
+int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
+{
+	int err;
+
+	s->sig_wanted = true;
+	s->sig_phase = p;
+	s->sig_word = signature_word(sig, p);
+	s->sig_differs = false;
+	err = vd_shm_wait(s, -1, p);
+	s->sig_wanted = false;
+	return err ? err : s->sig_differs ? -EMSGSIZE : 0;
+}
+
+int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
+{
+	uint32_t p = vd_shm_next(s);
+	char *area;
+	int err = vd_shm_claim(s, p, &area);
+
+	if (err)
+		return err;
+	vd_shm_sign(s, p, sig);
+	vd_shm_publish(s, p);
+	return vd_shm_wait_signed(s, p, sig);
 }
 
 int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)

@@ -13,6 +13,16 @@
  * write area q first waits until every member has published phase
  * q - SHM_NBUF + 2 (vd_shm_claim).
  *
+ * A collective whose members must agree on its shape (Alltoall's block
+ * size, Reduce_scatter's counts) begins with each member signing its
+ * first phase with a hash of that shape; waiting for everyone at that
+ * phase each compares all signatures with its own.  Members that
+ * disagree then all see a difference at the same phase and stop there,
+ * so an erroneous call fails everywhere and leaves the phases aligned
+ * for the next collective.  A member that cannot take part (a local
+ * error) signs SHM_SIG_REFUSED and stops after that one phase, failing
+ * the others the same way.
+ *
  * Everything in the segment is writable by the other members: it is
  * treated as untrusted -- counters are only compared, never used as
  * indices or sizes; one that reads a value no member can have published
@@ -55,6 +65,10 @@ struct vd_shm {
 	                                 * back was overwritten) */
 	bool corrupt;                   /* a counter read what no member can
 	                                 * have written: every wait fails */
+	bool sig_wanted;                /* vd_shm_wait_signed is waiting: */
+	bool sig_differs;               /* a member's signature of sig_phase */
+	uint32_t sig_phase;             /* was not sig_word */
+	uint32_t sig_word;
 };
 
 /* The segment of c (set up on the first call, a collective over c via
@@ -81,14 +95,41 @@ char *vd_shm_area(const struct vd_shm *s, uint32_t p);
 /* The area of phase p, once nobody reads its previous use any more. */
 int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 
+/* Signatures: the shape of a collective, hashed (vd_shm_sig), and one
+ * that matches no shape. */
+#define SHM_SIG_REFUSED 0u
+#define SHM_SIG_ALLTOALL 0x2a1170a1u          /* seeds: one per collective */
+#define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
+/* Sign phase p with sig (before publishing it). */
+void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
+/* vd_shm_wait for every member at phase p, then -EMSGSIZE
+ * (MPI_ERR_TRUNCATE: the members' sizes differ) unless all signed it
+ * with sig.  Each signature is read as its member's counter is seen at
+ * p, while that line is in this CPU's cache. */
+int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
+/* One phase without data, signed sig and checked: for a call with
+ * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
+ * whose fellow members' check then fails at that phase. */
+int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig);
+
+/* Fold v into the signature h (never SHM_SIG_REFUSED for a real shape:
+ * the result is made odd). */
+static inline uint32_t vd_shm_sig(uint32_t h, uint64_t v)
+{
+	h ^= (uint32_t)v ^ (uint32_t)(v >> 32);
+	h *= 0x01000193u;
+	return (h ^ (h >> 15)) | 1u;
+}
+
 int vd_shm_barrier(struct vd_shm *s);
 int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root);
 /* Whether vd_shm_reduce takes this reduction (the same answer on every
  * member: it depends on the op and type only). */
 bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);
-/* root -1: allreduce (out at every member). */
+/* root -1: allreduce (out at every member).  sig: the signature every
+ * member must have given (root -1 only), or 0 for none. */
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
-		  MPI_Op op, int root);
+		  MPI_Op op, int root, uint32_t sig);
 /* Allgather in place: member i's piece is count elements of t at
  * buf + i * count extents; this member's is there already. */
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);

@@ -112,6 +112,8 @@ struct shm_red {
 	MPI_Op op;
 	size_t esz;                     /* bytes per element */
 	int root;                       /* -1: allreduce */
+	uint32_t sig;                   /* checked at the first chunk's first
+	                                 * phase (root -1 only), 0: none */
 };
 
 /* out = slot 0 op slot 1 op ... op slot n-1 over elements [lo, hi) of
@@ -130,6 +132,12 @@ static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *
 	return err;
 }
 
+/* Everyone at phase p: and, where a signature is asked for, all gave it. */
+static int reduce_wait(struct vd_shm *s, const struct shm_red *r, uint32_t p)
+{
+	return r->sig ? vd_shm_wait_signed(s, p, r->sig) : vd_shm_wait(s, -1, p);
+}
+
 /* One chunk of m elements: in -> this member's slot, out <- the result
  * (NULL where the result is not wanted). */
 static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *in,
@@ -144,14 +152,16 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 	if (err)
 		return err;
 	memcpy(slot(s, area, s->me), in, m * r->esz);
+	if (r->sig)     /* next to the publish: one trip of the line */
+		vd_shm_sign(s, p, r->sig);
 	vd_shm_publish(s, p);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
 		if (!wants)
 			return 0;
-		err = vd_shm_wait(s, -1, p);
+		err = reduce_wait(s, r, p);
 		return err ? err : combine_slots(s, r, area, 0, m, out);
 	}
-	err = vd_shm_wait(s, -1, p);
+	err = reduce_wait(s, r, p);
 	if (!err)
 		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz);
 	if (err)
@@ -167,9 +177,9 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 }
 
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
-		  MPI_Op op, int root)
+		  MPI_Op op, int root, uint32_t sig)
 {
-	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root };
+	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root, root < 0 ? sig : 0 };
 	size_t per = s->slot / r.esz, total = (size_t)count;
 	bool wants = root < 0 || s->me == root;
 	int err = 0;
@@ -179,6 +189,7 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 
 		err = reduce_chunk(s, &r, (const char *)in + e0 * r.esz,
 				   wants ? (char *)out + e0 * r.esz : NULL, m);
+		r.sig = 0;      /* the first chunk settled it */
 	}
 	return err;
 }
@@ -234,14 +245,17 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t)
 
 /* ---- Alltoall ---------------------------------------------------------------------------- */
 
-/* Blocks of b bytes, the one for (or from) member d at d * b. */
-static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b)
+/* Blocks of b bytes, the one for (or from) member d at d * b; sig: b's
+ * signature, checked at the first phase (a zero b takes one phase
+ * too, so that a member that passed more finds out). */
+static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig)
 {
-	size_t sub = s->slot / (size_t)s->n;
+	size_t sub = s->slot / (size_t)s->n, off = 0;
 	int err = 0;
 
-	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
-	for (size_t off = 0; off < b && !err; off += sub) {
+	if (b)
+		memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+	do {
 		size_t len = b - off < sub ? b - off : sub;
 		uint32_t p = vd_shm_next(s);
 		char *area, *mine;
@@ -249,44 +263,51 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b)
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
 		mine = slot(s, area, s->me);
-		for (int d = 0; d < s->n; d++)
+		for (int d = 0; d < s->n && len; d++)
 			if (d != s->me)
 				memcpy(mine + (size_t)d * sub, sb + (size_t)d * b + off, len);
+		if (off == 0)   /* next to the publish: one trip of the line */
+			vd_shm_sign(s, p, sig);
 		vd_shm_publish(s, p);
-		err = vd_shm_wait(s, -1, p);
-		for (int i = 0; i < s->n && !err; i++)
+		err = off == 0 ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p);
+		for (int i = 0; i < s->n && !err && len; i++)
 			if (i != s->me)
 				memcpy(rb + (size_t)i * b + off, slot(s, area, i) + (size_t)s->me * sub,
 				       len);
-	}
+		off += sub;
+	} while (off < b && !err);
 	return err;
 }
 
 /* Members may describe their blocks with different types of one
- * signature: a type that is not contiguous goes through a packed copy. */
+ * signature: a type that is not contiguous goes through a packed copy.
+ * Members whose block sizes differ (an erroneous program) all fail with
+ * -EMSGSIZE after one phase; one whose own two sides differ, or that
+ * cannot get memory, takes part in that phase (refusing) and fails. */
 int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dtype *st,
 		    void *rbuf, int rcount, struct vd_dtype *rt)
 {
 	size_t b = (size_t)rcount * (size_t)rt->size, all = (size_t)s->n * b;
 	char *sp = (char *)sbuf, *rp = rbuf;
-	int err;
+	int err = 0;
 
 	if (s->slot / (size_t)s->n == 0)
 		return -ENOTSUP;        /* a slot smaller than the members */
 	if ((size_t)scount * (size_t)st->size != b)
-		return -EINVAL;         /* signatures differ: an erroneous program */
-	if (b == 0)
-		return 0;
-	if (!st->contig && !(sp = malloc(all)))
-		return -ENOMEM;
-	if (!rt->contig && !(rp = malloc(all))) {
+		err = -EINVAL;          /* its own sides differ: an erroneous program */
+	else if (b && !st->contig && !(sp = malloc(all)))
+		err = -ENOMEM;
+	else if (b && !rt->contig && !(rp = malloc(all)))
+		err = -ENOMEM;
+	if (err) {
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 		if (sp != sbuf)
 			free(sp);
-		return -ENOMEM;
+		return err;
 	}
 	if (sp != sbuf)
 		vd_dtype_pack(st, sbuf, s->n * scount, sp);
-	err = alltoall_bytes(s, sp, rp, b);
+	err = alltoall_bytes(s, sp, rp, b, vd_shm_sig(SHM_SIG_ALLTOALL, b));
 	if (!err && rp != rbuf)
 		vd_dtype_unpack(rt, rp, all, rbuf);
 	if (sp != sbuf)

@@ -6,7 +6,10 @@
  *
  * Every rank runs ROUNDS rounds of COLL on MPI_COMM_WORLD (barrier,
  * bcast, bcast_large, reduce, reduce_large, allreduce, allreduce_large,
- * allgather, allgather_large), each result checked.  Rank HOSTILE plays
+ * allgather, allgather_large, alltoall, alltoall_large (several phases),
+ * alltoall_strided (a strided send type: the packed copy),
+ * reduce_scatter (counts 1, 2, 3, ...  times 50), reduce_scatter_large,
+ * reduce_scatter_block), each result checked.  Rank HOSTILE plays
  * fair until round ATTACK_ROUND; there it stays out of the collective
  * for a moment, so the others are inside it waiting ("now": at once,
  * between two collectives, whatever the others are doing), finds the
@@ -21,6 +24,8 @@
  *   plus1, minus1   its own counter one phase ahead / behind
  *   sleepers        every sleeper count and the lines' spare bytes
  *                   (0, 0xffffffff, random)
+ *   sigs            random bytes over every member's signature words
+ *                   (Alltoall's and Reduce_scatter's sizes)
  *   data            random bytes over all data areas
  *   remove          every page of the segment dropped (MADV_REMOVE: the
  *                   others find zeros where the counters were)
@@ -35,8 +40,8 @@
  * detect); the runner (tests/test_mpi_coll_shm_hostile.sh) judges.
  *
  * The layout is white-box knowledge of src/mpi/coll_shm.c: one 64-byte
- * line per member (phase counter, then its sleeper count) in the first
- * page, then the data areas.
+ * line per member (phase counter, its sleeper count, then a signature
+ * word per data area) in the first page, then the data areas.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -55,17 +60,23 @@
 #define ATTACK_ROUND 8
 #define CTL_LINE 64             /* src/mpi/coll_shm.c: SHM_LINE */
 #define CTL_LEN 4096            /* the lines, page aligned (up to 64 members) */
+#define CTL_SIGS 8              /* signature words after counter and sleepers */
 #define MAXN 100000             /* ints per buffer (Allgather: all pieces) */
 
 enum coll { BARRIER, BCAST, BCAST_LARGE, REDUCE, REDUCE_LARGE, ALLREDUCE, ALLREDUCE_LARGE,
-	    ALLGATHER, ALLGATHER_LARGE, NCOLL };
+	    ALLGATHER, ALLGATHER_LARGE, ALLTOALL, ALLTOALL_LARGE, ALLTOALL_STRIDED,
+	    REDUCE_SCATTER, REDUCE_SCATTER_LARGE, REDUCE_SCATTER_BLOCK, NCOLL };
 static const char *const coll_names[NCOLL] = {
 	"barrier", "bcast", "bcast_large", "reduce", "reduce_large", "allreduce",
-	"allreduce_large", "allgather", "allgather_large"
+	"allreduce_large", "allgather", "allgather_large", "alltoall", "alltoall_large",
+	"alltoall_strided", "reduce_scatter", "reduce_scatter_large", "reduce_scatter_block"
 };
-/* Elements (ints) per call: the large ones take several chunks (32 KiB
- * slots and Bcast chunks), Bcast's more than the 8 areas. */
-static const int coll_count[NCOLL] = { 0, 100, 60000, 500, 40000, 500, 40000, 300, 20000 };
+/* Elements (ints) per call -- per member for Allgather, Alltoall (per
+ * destination) and Reduce_scatter (its piece; "reduce_scatter": times
+ * 1, 2, 3 ...): the large ones take several chunks (32 KiB slots and
+ * Bcast chunks), Bcast's more than the 8 areas. */
+static const int coll_count[NCOLL] = { 0, 100, 60000, 500, 40000, 500, 40000, 300, 20000,
+				       100, 6000, 300, 50, 10000, 100 };
 
 static int *buf_a, *buf_b;
 
@@ -75,6 +86,62 @@ static int value(int round, int rank, int i)
 }
 
 /* ---- the collectives, checked ---------------------------------------------- */
+
+/* Alltoall of n ints per destination; strided: sent as every other int
+ * of a buffer twice the size (a vector type: the packed copy). */
+static int alltoall_round(int n, int round, bool strided)
+{
+	MPI_Datatype vec = MPI_DATATYPE_NULL, sent = MPI_INT;
+	int step = strided ? 2 : 1, wrong = 0;
+
+	if (strided) {
+		MPI_Type_vector(n, 1, 2, MPI_INT, &vec);
+		MPI_Type_create_resized(vec, 0, 2 * n * (MPI_Aint)sizeof(int), &sent);
+		MPI_Type_commit(&sent);
+	}
+	for (int d = 0; d < mt_size; d++)
+		for (int i = 0; i < n; i++) {
+			buf_a[(d * n + i) * step] = value(round, mt_rank, d * n + i);
+			buf_b[d * n + i] = -1;
+		}
+	MPI_Alltoall(buf_a, strided ? 1 : n, sent, buf_b, n, MPI_INT, MPI_COMM_WORLD);
+	for (int k = 0; k < mt_size; k++)
+		for (int i = 0; i < n; i++)
+			wrong += buf_b[k * n + i] != value(round, k, mt_rank * n + i);
+	if (strided) {
+		MPI_Type_free(&sent);
+		MPI_Type_free(&vec);
+	}
+	return wrong;
+}
+
+/* Reduce_scatter with pieces of n ints each (block), or n, 2n, 3n ... */
+static int reduce_scatter_round(int n, int round, bool block)
+{
+	int counts[64], total = 0, before = 0, wrong = 0;
+
+	for (int k = 0; k < mt_size; k++) {
+		counts[k] = block ? n : n * (k + 1);
+		before += k < mt_rank ? counts[k] : 0;
+		total += counts[k];
+	}
+	for (int i = 0; i < total; i++)
+		buf_a[i] = value(round, mt_rank, i);
+	for (int i = 0; i < counts[mt_rank]; i++)
+		buf_b[i] = -1;
+	if (block)
+		MPI_Reduce_scatter_block(buf_a, buf_b, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	else
+		MPI_Reduce_scatter(buf_a, buf_b, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	for (int i = 0; i < counts[mt_rank]; i++) {
+		int want = 0;
+
+		for (int k = 0; k < mt_size; k++)
+			want += value(round, k, before + i);
+		wrong += buf_b[i] != want;
+	}
+	return wrong;
+}
 
 /* One round: the number of wrong elements this rank received. */
 static int run_round(enum coll c, int round)
@@ -115,6 +182,14 @@ static int run_round(enum coll c, int round)
 			wrong += buf_b[i] != want;
 		}
 		return wrong;
+	case ALLTOALL:
+	case ALLTOALL_LARGE:
+	case ALLTOALL_STRIDED:
+		return alltoall_round(n, round, c == ALLTOALL_STRIDED);
+	case REDUCE_SCATTER:
+	case REDUCE_SCATTER_LARGE:
+	case REDUCE_SCATTER_BLOCK:
+		return reduce_scatter_round(n, round, c != REDUCE_SCATTER);
 	default:
 		for (int k = 0; k < mt_size; k++)
 			for (int i = 0; i < n; i++)
@@ -229,8 +304,12 @@ static void attack(const char *how, const struct segment *seg)
 	} else if (!strcmp(how, "sleepers")) {
 		for (int i = 0; i < n; i++) {
 			atomic_store(word(seg, i, 1), i % 2 ? 0xffffffffu : 0);
-			random_bytes((char *)word(seg, i, 2), CTL_LINE - 2 * sizeof(uint32_t));
+			random_bytes((char *)word(seg, i, 2 + CTL_SIGS),
+				     CTL_LINE - (2 + CTL_SIGS) * sizeof(uint32_t));
 		}
+	} else if (!strcmp(how, "sigs")) {
+		for (int i = 0; i < n; i++)
+			random_bytes((char *)word(seg, i, 2), CTL_SIGS * sizeof(uint32_t));
 	} else if (!strcmp(how, "data")) {
 		random_bytes(seg->base + CTL_LEN, seg->len - CTL_LEN);
 	} else if (!strcmp(how, "remove")) {
@@ -284,8 +363,11 @@ int main(int argc, char **argv)
 			c = (enum coll)k;
 	buf_a = malloc(sizeof(int) * MAXN);
 	buf_b = malloc(sizeof(int) * MAXN);
-	if (c == NCOLL || !buf_a || !buf_b ||
-	    coll_count[c] * (c >= ALLGATHER ? mt_size : 1) > MAXN)
+	/* the most any collective holds in one buffer: Reduce_scatter's
+	 * counts up to n * count for n = 64 */
+	if (c == NCOLL || !buf_a || !buf_b || mt_size > 64 ||
+	    coll_count[c] * (c >= ALLGATHER ? mt_size : 1) * (c >= ALLTOALL ? 2 : 1) > MAXN ||
+	    (c == REDUCE_SCATTER && coll_count[c] * mt_size * (mt_size + 1) / 2 > MAXN))
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	for (int r = 0; r < ROUNDS; r++) {
 		if (r == ATTACK_ROUND && mt_rank == hostile)

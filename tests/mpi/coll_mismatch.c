@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Erroneous collective calls, and whether the communicator survives them.
+ *
+ *   coll_mismatch CASE strict|lenient
+ *
+ * Under MPI_ERRORS_RETURN every rank makes one erroneous call (CASE) on
+ * MPI_COMM_WORLD, then a run of correct collectives on it, each result
+ * checked: Alltoall (one and several steps of the node-local segment),
+ * Reduce_scatter_block, Reduce_scatter, Allreduce, Bcast and Barrier,
+ * twice over.  The erroneous call must return MPI_SUCCESS or one of
+ * MPI_ERR_TRUNCATE, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_OTHER; "strict"
+ * also wants an error at every rank (viaduct detects each of these
+ * mismatches on a node's communicator), "lenient" does not (another MPI,
+ * or point to point).  The cases (rank 0 is the odd one out):
+ *
+ *   alltoall_small   rank 0 4 ints per destination, the others 8
+ *   alltoall_large   3000 ints against 6000 (a different number of steps)
+ *   alltoall_zero    0 ints against 8
+ *   alltoall_sides   rank 0 sends 4 ints and receives 8, the others 4 and 4
+ *   alltoall_strided rank 0 8 ints in a strided type against 4 plain ints
+ *   rs_total         Reduce_scatter, rank 0's recvcounts all 2, the others' 3
+ *   rs_split         the same total, rank 0's counts 3, 1, 2, ...
+ *   rs_large         3000 against 6000 per rank (several chunks)
+ *   rs_phases        100 against 600 per rank (one phase against two)
+ *   rs_zero          rank 0's recvcounts all 0, the others' 2
+ *   rs_block         Reduce_scatter_block, 2 against 3
+ */
+#include "mpitest.h"
+
+#include <stdbool.h>
+
+#define BIG 6000                /* ints per block of a multi-step Alltoall */
+
+static int *sbuf, *rbuf;
+
+static int value(int round, int from, int to, int i)
+{
+	return round * 1000003 + from * 10007 + to * 101 + i;
+}
+
+/* ---- the erroneous call --------------------------------------------------------- */
+
+static int alltoall_ints(int scount, int rcount)
+{
+	for (int i = 0; i < mt_size * scount; i++)
+		sbuf[i] = i;
+	return MPI_Alltoall(sbuf, scount, MPI_INT, rbuf, rcount, MPI_INT, MPI_COMM_WORLD);
+}
+
+/* Rank 0 sends 8 ints per destination as a vector of 8 blocks of 1 with
+ * stride 2; the others 4 plain ints.  Receives: 8 ints at rank 0, 4 at
+ * the others, so each rank's own sides agree. */
+static int alltoall_strided(void)
+{
+	MPI_Datatype vec, strided;
+	int rc;
+
+	if (mt_rank != 0)
+		return alltoall_ints(4, 4);
+	MPI_OK(MPI_Type_vector(8, 1, 2, MPI_INT, &vec));
+	MPI_OK(MPI_Type_create_resized(vec, 0, 16 * (MPI_Aint)sizeof(int), &strided));
+	MPI_OK(MPI_Type_commit(&strided));
+	for (int i = 0; i < mt_size * 16; i++)
+		sbuf[i] = i;
+	rc = MPI_Alltoall(sbuf, 1, strided, rbuf, 8, MPI_INT, MPI_COMM_WORLD);
+	MPI_OK(MPI_Type_free(&strided));
+	MPI_OK(MPI_Type_free(&vec));
+	return rc;
+}
+
+static int reduce_scatter_counts(int per_rank, int first, int second)
+{
+	int *counts = mt_malloc(sizeof(int) * (size_t)mt_size), total = 0, rc;
+
+	for (int i = 0; i < mt_size; i++)
+		counts[i] = per_rank;
+	if (first >= 0)
+		counts[0] = first;
+	if (second >= 0 && mt_size > 1)
+		counts[1] = second;
+	for (int i = 0; i < mt_size; i++)
+		total += counts[i];
+	for (int i = 0; i < total; i++)
+		sbuf[i] = i;
+	rc = MPI_Reduce_scatter(sbuf, rbuf, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	free(counts);
+	return rc;
+}
+
+static int erroneous_call(const char *name)
+{
+	bool odd = mt_rank == 0;
+
+	if (!strcmp(name, "alltoall_small"))
+		return odd ? alltoall_ints(4, 4) : alltoall_ints(8, 8);
+	if (!strcmp(name, "alltoall_large"))
+		return odd ? alltoall_ints(BIG / 2, BIG / 2) : alltoall_ints(BIG, BIG);
+	if (!strcmp(name, "alltoall_zero"))
+		return odd ? alltoall_ints(0, 0) : alltoall_ints(8, 8);
+	if (!strcmp(name, "alltoall_sides"))
+		return odd ? alltoall_ints(4, 8) : alltoall_ints(4, 4);
+	if (!strcmp(name, "alltoall_strided"))
+		return alltoall_strided();
+	if (!strcmp(name, "rs_total"))
+		return reduce_scatter_counts(odd ? 2 : 3, -1, -1);
+	if (!strcmp(name, "rs_split"))
+		return odd ? reduce_scatter_counts(2, 3, 1) : reduce_scatter_counts(2, -1, -1);
+	if (!strcmp(name, "rs_large"))
+		return reduce_scatter_counts(odd ? BIG / 2 : BIG, -1, -1);
+	if (!strcmp(name, "rs_phases"))
+		return reduce_scatter_counts(odd ? 100 : 600, -1, -1);
+	if (!strcmp(name, "rs_zero"))
+		return reduce_scatter_counts(odd ? 0 : 2, -1, -1);
+	if (!strcmp(name, "rs_block")) {
+		for (int i = 0; i < 3 * mt_size; i++)
+			sbuf[i] = i;
+		return MPI_Reduce_scatter_block(sbuf, rbuf, odd ? 2 : 3, MPI_INT, MPI_SUM,
+						MPI_COMM_WORLD);
+	}
+	fprintf(stderr, "unknown case %s\n", name);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	return MPI_ERR_UNKNOWN;
+}
+
+/* ---- the correct calls after it ------------------------------------------------- */
+
+static void check_alltoall(int round, int count)
+{
+	for (int d = 0; d < mt_size; d++)
+		for (int i = 0; i < count; i++) {
+			sbuf[d * count + i] = value(round, mt_rank, d, i);
+			rbuf[d * count + i] = -1;
+		}
+	MPI_OK(MPI_Alltoall(sbuf, count, MPI_INT, rbuf, count, MPI_INT, MPI_COMM_WORLD));
+	for (int s = 0; s < mt_size; s++)
+		for (int i = 0; i < count; i++)
+			if (!CHECK(rbuf[s * count + i] == value(round, s, mt_rank, i),
+				   "Alltoall of %d: from %d element %d is %d, not %d", count, s,
+				   i, rbuf[s * count + i], value(round, s, mt_rank, i)))
+				return;
+}
+
+/* Reduce_scatter with counts i + 1 (varying) or count each (block). */
+static void check_reduce_scatter(int round, int count, bool block)
+{
+	int *counts = mt_malloc(sizeof(int) * (size_t)mt_size), total = 0, before = 0, rc;
+
+	for (int i = 0; i < mt_size; i++) {
+		counts[i] = block ? count : i + 1;
+		before += i < mt_rank ? counts[i] : 0;
+		total += counts[i];
+	}
+	for (int i = 0; i < total; i++)
+		sbuf[i] = value(round, mt_rank, 0, i);
+	for (int i = 0; i < counts[mt_rank]; i++)
+		rbuf[i] = -1;
+	rc = block ? MPI_Reduce_scatter_block(sbuf, rbuf, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD)
+		   : MPI_Reduce_scatter(sbuf, rbuf, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	CHECK(rc == MPI_SUCCESS, "Reduce_scatter%s returned %d", block ? "_block" : "", rc);
+	for (int i = 0; rc == MPI_SUCCESS && i < counts[mt_rank]; i++) {
+		int want = 0;
+
+		for (int k = 0; k < mt_size; k++)
+			want += value(round, k, 0, before + i);
+		if (!CHECK(rbuf[i] == want, "Reduce_scatter%s: element %d is %d, not %d",
+			   block ? "_block" : "", i, rbuf[i], want))
+			break;
+	}
+	free(counts);
+}
+
+static void check_allreduce_bcast(int round)
+{
+	int in[10], out[10], root = mt_size - 1;
+
+	for (int i = 0; i < 10; i++)
+		in[i] = value(round, mt_rank, 0, i);
+	MPI_OK(MPI_Allreduce(in, out, 10, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+	for (int i = 0; i < 10; i++) {
+		int want = 0;
+
+		for (int k = 0; k < mt_size; k++)
+			want += value(round, k, 0, i);
+		CHECK(out[i] == want, "Allreduce: element %d is %d, not %d", i, out[i], want);
+	}
+	for (int i = 0; i < 100; i++)
+		rbuf[i] = mt_rank == root ? value(round, root, 1, i) : -1;
+	MPI_OK(MPI_Bcast(rbuf, 100, MPI_INT, root, MPI_COMM_WORLD));
+	for (int i = 0; i < 100; i++)
+		if (!CHECK(rbuf[i] == value(round, root, 1, i), "Bcast: element %d is %d", i,
+			   rbuf[i]))
+			break;
+}
+
+static bool acceptable(int rc)
+{
+	int cls = MPI_SUCCESS;
+
+	if (rc != MPI_SUCCESS)
+		MPI_Error_class(rc, &cls);
+	return cls == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE || cls == MPI_ERR_ARG ||
+	       cls == MPI_ERR_COUNT || cls == MPI_ERR_OTHER;
+}
+
+int main(int argc, char **argv)
+{
+	char msg[MPI_MAX_ERROR_STRING] = "";
+	int rc, len = 0;
+	bool strict;
+
+	mt_init(&argc, &argv, 20);
+	if (argc != 3 || (strcmp(argv[2], "strict") && strcmp(argv[2], "lenient"))) {
+		fprintf(stderr, "usage: %s CASE strict|lenient\n", argv[0]);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	strict = !strcmp(argv[2], "strict");
+	sbuf = mt_malloc(sizeof(int) * (size_t)mt_size * BIG * 2);
+	rbuf = mt_malloc(sizeof(int) * (size_t)mt_size * BIG * 2);
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	mt_phase = argv[1];
+	rc = erroneous_call(argv[1]);
+	if (rc != MPI_SUCCESS)
+		MPI_Error_string(rc, msg, &len);
+	printf("rank %d: %s returned %d%s%s\n", mt_rank, argv[1], rc, len ? ": " : "", msg);
+	fflush(stdout);
+	CHECK(acceptable(rc), "the erroneous call returned %d (%s)", rc, msg);
+	CHECK(!strict || rc != MPI_SUCCESS, "the erroneous call was not detected");
+	mt_phase = "after";
+	for (int round = 0; round < 2; round++) {
+		check_alltoall(round, 8);
+		check_alltoall(round, BIG);
+		check_reduce_scatter(round, 3, true);
+		check_reduce_scatter(round, 0, false);
+		check_reduce_scatter(round, BIG, true);
+		check_allreduce_bcast(round);
+		MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+	}
+	free(sbuf);
+	free(rbuf);
+	return mt_finish("coll_mismatch");
+}

@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# tests/mpi/coll_mismatch.c under vdrun on 2, 3 and 4 ranks: erroneous
+# Alltoall and Reduce_scatter(_block) calls whose ranks disagree on sizes
+# or counts, under MPI_ERRORS_RETURN.  On a node's communicator (the
+# shared segment) every rank must get an error, and the correct
+# collectives after it on the same communicator must all work; without
+# the segment (point to point, Alltoall only: its pairwise exchange goes
+# on after a truncated block) a rank may complete instead, and the
+# collectives after it must still work.  Each run is bounded (20 s alarm
+# in the program, 30 s here).
+# Optional arguments after the build directory: CASE... to run only those.
+MT_TIMEOUT=${MT_TIMEOUT:-30}
+. "$(dirname "$0")/mpi/runlib.sh"
+mt_need coll_mismatch
+shift
+CASES=${*:-alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_strided
+	rs_total rs_split rs_large rs_phases rs_zero rs_block}
+for c in $CASES; do
+	for n in 2 3 4; do
+		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" strict
+	done
+done
+for c in alltoall_small alltoall_large alltoall_zero alltoall_sides; do
+	mt_run "mismatch $c, point to point" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_mismatch "$c" lenient
+done
+mt_done
