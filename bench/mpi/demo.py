@@ -39,7 +39,7 @@ PROTOS = (
 )
 # The engine's eager switch point and the largest it accepts (run.sh does
 # the same for its Table 4).
-EAGER_SMALL = int(os.environ.get("VIADUCT_MPI_EAGER_MAX", "8192"))
+EAGER_SMALL = int(os.environ.get("VIADUCT_MPI_EAGER_MAX", "32728"))
 # One ring message at most (VIADUCT_RING_MAX_MSG - the 32-byte header).
 EAGER_BIG = int(os.environ.get("VIADUCT_MPI_EAGER_TABLE_MAX", "32728"))
 MAX_SIZE = 4 * MIB
@@ -203,8 +203,12 @@ def print_header(d, data, context):
         context_text(context, "run", m) for m in ("cpu_model", "cpus", "load_before", "date")))
     print("library: %s; ranks: %s" % (context_text(context, "auto", "latency_library"),
                                       context_text(context, "auto", "latency_placement")))
-    print("eager: up to %s as configured, %s to %s with VIADUCT_MPI_EAGER_MAX=%d; never above"
-          % (size_name(EAGER_SMALL), size_name(EAGER_SMALL * 2), size_name(EAGER_BIG), EAGER_BIG))
+    if EAGER_BIG > EAGER_SMALL:
+        print("eager: up to %s as configured, %s to %s with VIADUCT_MPI_EAGER_MAX=%d; never above"
+              % (size_name(EAGER_SMALL), size_name(EAGER_SMALL * 2), size_name(EAGER_BIG),
+                 EAGER_BIG))
+    else:
+        print("eager: up to %s (one ring message); never above" % size_name(EAGER_SMALL))
     print("limit = cache-line ping-pong between the two cores (%s us) + one memcpy of the size;"
           % fmt(floor, 3))
     print("pvread = one process_vm_readv (what get does), memcpy = in one process; medians of "

@@ -45,8 +45,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 PROGS="latency bw bibw allreduce"
 # One ring message at most (VIADUCT_RING_MAX_MSG - the 32-byte header).
 EAGER_MAX=${VIADUCT_MPI_EAGER_TABLE_MAX:-32728}
-# The engine's eager switch point (src/mpi/wire.c: 8 KiB unless set).
-EAGER_SMALL=${VIADUCT_MPI_EAGER_MAX:-8192}
+# The engine's eager switch point (src/mpi/wire.c: 32728 unless set).
+EAGER_SMALL=${VIADUCT_MPI_EAGER_MAX:-32728}
 FAILED=0
 
 usage() { sed -n 's/^# \{0,1\}//; 5,24p' "${BASH_SOURCE[0]}" >&2; exit 2; }

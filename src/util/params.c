@@ -70,7 +70,7 @@ static const struct param params[] = {
 	  "1: a VI created with a NULL ptag gets the NIC's default ptag" },
 	{ "VIADUCT_DEBUG", PT_BOOL, "0", 0, 0, NULL,
 	  "1: log connection failures and protocol errors to stderr" },
-	{ "VIADUCT_MPI_EAGER_MAX", PT_SIZE, "8192", 64, 32728, NULL,
+	{ "VIADUCT_MPI_EAGER_MAX", PT_SIZE, "32728", 64, 32728, NULL,
 	  "largest MPI message sent eagerly, through the VI's message ring" },
 	{ "VIADUCT_MPI_NET_EAGER_MAX", PT_SIZE, "32728", 64, 32728, NULL,
 	  "largest MPI message sent eagerly to a rank on another host" },
