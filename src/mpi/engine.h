@@ -21,12 +21,16 @@ enum vd_msg_type {
 	VD_MSG_SYNC_ACK = 6,    /* synchronous send matched: sreq completes */
 	VD_MSG_RMA = 7,         /* one-sided: ctx names the window, tag the
 	                         * kind (win.h), sreq the origin's operation */
+	VD_MSG_PART = 8,        /* the next part of the message an EAGER with
+	                         * VD_MSGF_MORE began: payload only */
 };
 
 #define VD_MSG_VERSION 2
 #define VD_MSGF_SYNC 0x1u               /* sender wants SYNC_ACK when matched */
 #define VD_MSGF_SPLIT 0x2u              /* RTS_GET: the sender may write part
                                          * (CTS at `off`); CTS: write that part */
+#define VD_MSGF_MORE 0x4u               /* EAGER: `len` is the whole message,
+                                         * whose rest follows as PARTs */
 
 /* Wire header in front of every message.  Messages travel through the
  * VIs' message rings (viaduct_ring_send), whole and in order per pair of
@@ -262,6 +266,9 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 		       size_t bytes);
 /* A posted receive met a message (unexpected or arriving). */
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
+/* vd_proto_match of an unexpected message taken from the queue, which it
+ * frees -- also one whose parts are still arriving. */
+void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u);
 
 /* win.c, win_ops.c: one-sided traffic (the engine hands it over). */
 void vd_win_rdma_done(struct vd_req *r, int err);
@@ -273,7 +280,7 @@ void vd_post_recv(struct vd_req *r);
 /* Some receive is posted and not yet matched. */
 bool vd_recv_posted_any(void);
 bool vd_unpost_recv(struct vd_req *r);
-void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
+struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
 /* First unexpected message matching; `take` removes it (caller frees
  * it and its payload). */
 struct vd_unexp *vd_unexp_find(uint32_t ctx, int src, int tag, bool take);

@@ -174,9 +174,7 @@ int vd_irecv_type(void *buf, int count, struct vd_dtype *t, int source, int tag,
 		vd_post_recv(r);
 		return 0;
 	}
-	vd_proto_match(r, u->peer, &u->hdr, u->payload);
-	free(u->payload);
-	free(u);
+	vd_proto_match_unexp(r, u);
 	return 0;
 }
 

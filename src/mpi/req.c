@@ -209,7 +209,8 @@ bool vd_unpost_recv(struct vd_req *r)
 	return false;
 }
 
-void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen)
+struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payload,
+			      size_t plen)
 {
 	struct vd_unexp *u = malloc(sizeof(*u));
 
@@ -227,6 +228,7 @@ void vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t 
 	u->next = NULL;
 	*unexp_tail = u;
 	unexp_tail = &u->next;
+	return u;
 }
 
 /* The first unexpected message matching (ctx, src, tag); with `take` it
