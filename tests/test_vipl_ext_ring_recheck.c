@@ -5,9 +5,10 @@
  * store-load fence, so a sender can miss a receiver that arms its sleep
  * at that instant; the sleeper looks at its rings again, still armed,
  * 200 us after arming (VD_CQ_RECHECK_NS), long before its 50 ms slice.
- *  - vd_futex_waitv_recheck on a word nobody changes asks ready() once,
- *    at the recheck, and returns 0 long before its deadline; without a
- *    recheck asked it sleeps to the deadline and never asks.
+ *  - vd_futex_waitv_recheck on a word nobody changes asks recheck()
+ *    once, at the recheck (or at a deadline that comes first), and
+ *    returns 0 long before its deadline; without a recheck asked it
+ *    sleeps to the deadline and never asks.
  *  - The sender (child) waits until the receiver sleeps in
  *    viaduct_cq_wait_any, then sends with its wake-up suppressed (as if
  *    its load of the waiter count had passed its store), five times: the
@@ -36,16 +37,18 @@ static bool ready_now(void *arg)
 static void check_waitv_recheck(void)
 {
 	_Atomic uint32_t word = 7;
-	struct vd_waitv w = { &word, 7, false, 200000 };
+	struct vd_waitv w = { &word, 7, false, 200000, ready_now, NULL };
 	uint64_t t0 = vt_now_ms();
 
-	VDT_CHECK(vd_futex_waitv_recheck(&w, 1, vd_now_ns() + 2000000000ull, ready_now, NULL) == 0);
+	VDT_CHECK(vd_futex_waitv_recheck(&w, 1, vd_now_ns() + 2000000000ull) == 0);
 	VDT_CHECK(asked == 1);
 	VDT_CHECK(vt_now_ms() - t0 < 1000);
+	/* A deadline before the recheck: asked at the deadline all the same. */
+	VDT_CHECK(vd_futex_waitv_recheck(&w, 1, vd_now_ns() + 50000ull) == 0);
+	VDT_CHECK(asked == 2);
 	w.recheck_ns = 0;
-	VDT_CHECK(vd_futex_waitv_recheck(&w, 1, vd_now_ns() + 20000000ull, ready_now, NULL) ==
-		  -ETIMEDOUT);
-	VDT_CHECK(asked == 1);
+	VDT_CHECK(vd_futex_waitv_recheck(&w, 1, vd_now_ns() + 20000000ull) == -ETIMEDOUT);
+	VDT_CHECK(asked == 2);
 }
 
 /* ---- sender (child) -------------------------------------------------------------- */

@@ -269,6 +269,8 @@ void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const vo
 /* vd_proto_match of an unexpected message taken from the queue, which it
  * frees -- also one whose parts are still arriving. */
 void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u);
+/* Forget messages half arrived (MPI_Finalize, after the wire closed). */
+void vd_proto_finalize(void);
 
 /* win.c, win_ops.c: one-sided traffic (the engine hands it over). */
 void vd_win_rdma_done(struct vd_req *r, int err);

@@ -140,6 +140,7 @@ int PMPI_Finalize(void)
 	vd_mpi_mem_finalize();
 	vd_wire_finalize();
 	/* Requests first: persistent ones hold communicators and datatypes. */
+	vd_proto_finalize();
 	vd_req_finalize();
 	vd_comm_finalize();
 	vd_dtype_finalize();

@@ -30,6 +30,7 @@
  * VIADUCT_MPI_LARGE=get|rndv the protocol above it.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,8 @@ enum proto { P_EAGER, P_GET, P_RNDV, P_PIPE };
  * copying soon, large enough that a part's fixed costs stay small. */
 #define VD_PIPE_PART (16u * 1024)
 /* The most a peer may announce as one pipelined message: the receiver
- * allocates that much for it when it is unexpected. */
+ * allocates that much for it when it is unexpected.  The upper bound of
+ * VIADUCT_MPI_PIPELINE_MAX in src/util/params.c is the same. */
 #define VD_PIPE_LIMIT (16u << 20)
 
 static enum proto forced = P_EAGER;
@@ -91,7 +93,8 @@ static enum proto choose(int peer, size_t len, bool sync)
 	if (len <= vd_eager_max(peer))
 		return P_EAGER;
 	via = vd_place_via(peer);
-	if (!forcing && !sync && len <= pipe_max && via == VD_T_SHM && !vd_recv_posted_any())
+	if (!forcing && !large_given && !sync && len <= pipe_max && via == VD_T_SHM &&
+	    !vd_recv_posted_any())
 		return P_PIPE;
 	return !large_given && via == VD_T_OFI ? P_RNDV : large;
 }
@@ -127,9 +130,13 @@ static int send_eager(struct vd_req *r)
 }
 
 /* Pipelined: the first part as an EAGER announcing the whole length, the
- * rest as PARTs, back to back (nothing else to that peer can come between
- * them: the wire keeps one queue per peer).  Read from the user's buffer
- * when each part goes out; the request completes with the last. */
+ * rest as PARTs, back to back.  Nothing else to that peer comes between
+ * them: the MPI lock is held, vd_wire_send_ref does not progress, and the
+ * wire keeps one queue per peer that a later message never overtakes.
+ * Read from the user's buffer when each part goes out; the request
+ * completes with the last.  Once a part has gone, a failure cannot be
+ * undone (the receiver holds half a message, the queue points into the
+ * buffer): it ends the job. */
 static int send_pipelined(struct vd_req *r)
 {
 	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
@@ -145,6 +152,9 @@ static int send_pipelined(struct vd_req *r)
 		bool last = off + n == r->bytes;
 
 		err = vd_wire_send_ref(r->peer, &m, data + off, n, last ? r : NULL);
+		if (err < 0 && off)
+			vd_pmi_abort(vd_mpi_errno(err), "viaduct MPI: a message sent in parts "
+				     "could not be sent whole");
 		if (err < 0)
 			return err;
 		m = (struct vd_msg){ .version = VD_MSG_VERSION, .type = VD_MSG_PART };
@@ -450,6 +460,8 @@ static struct inbound *inbound_of(int peer)
  * longer message is truncated), or into u's copy. */
 static void inbound_put(struct inbound *in, const void *data, size_t n)
 {
+	struct vd_req *r;
+
 	if (n > in->len - in->off)
 		n = in->len - in->off;          /* a peer's excess: dropped */
 	if (in->u) {
@@ -463,9 +475,11 @@ static void inbound_put(struct inbound *in, const void *data, size_t n)
 	in->off += n;
 	if (in->off < in->len)
 		return;
-	if (in->r)
-		recv_finish(in->r, 0);
-	*in = (struct inbound){ 0 };
+	r = in->r;
+	*in = (struct inbound){ 0 };    /* before completing: r's hooks may
+	                                 * progress */
+	if (r)
+		recv_finish(r, 0);
 }
 
 /* r takes the message: the bytes land in its buffer, or in a packed copy
@@ -481,16 +495,27 @@ static void inbound_to_req(struct inbound *in, struct vd_req *r, const struct vd
 	in->u = NULL;
 }
 
-/* EAGER with VD_MSGF_MORE: the first part.  A peer that announces an
- * impossible length, or starts a second message before the first ended,
- * has its parts dropped. */
+/* A peer broke the pipelined protocol (only a faulty or hostile one can):
+ * carrying on would merge its messages, so the job ends, naming it. */
+static void __attribute__((noreturn)) pipelined_broken(int peer, const char *what)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg), "viaduct MPI: rank %d sent a malformed message: %s",
+		 peer, what);
+	vd_pmi_abort(MPI_ERR_INTERN, msg);
+}
+
+/* EAGER with VD_MSGF_MORE: the first part. */
 static void pipelined_begin(int peer, const struct vd_msg *m, const void *payload, size_t plen)
 {
 	struct inbound *in = inbound_of(peer);
 	struct vd_req *r;
 
-	if (in->len || !plen || plen >= m->len || m->len > VD_PIPE_LIMIT)
-		return;
+	if (in->len)
+		pipelined_broken(peer, "a message in parts inside another");
+	if (!plen || plen >= m->len || m->len > VD_PIPE_LIMIT || (m->flags & VD_MSGF_SYNC))
+		pipelined_broken(peer, "a message in parts of an impossible length or kind");
 	in->len = (size_t)m->len;
 	r = vd_match_posted(m->ctx, m->src, m->tag);
 	if (r) {
@@ -507,8 +532,15 @@ static void pipelined_part(int peer, const void *payload, size_t plen)
 {
 	struct inbound *in = inbound_of(peer);
 
-	if (in->len)
-		inbound_put(in, payload, plen);
+	if (!in->len)
+		pipelined_broken(peer, "a part of no message");
+	inbound_put(in, payload, plen);
+}
+
+void vd_proto_finalize(void)
+{
+	free(inbound);
+	inbound = NULL;
 }
 
 void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)

@@ -74,6 +74,7 @@ static const struct param params[] = {
 	  "largest MPI message sent eagerly, through the VI's message ring" },
 	{ "VIADUCT_MPI_NET_EAGER_MAX", PT_SIZE, "32728", 64, 32728, NULL,
 	  "largest MPI message sent eagerly to a rank on another host" },
+	/* The upper bound is VD_PIPE_LIMIT in src/mpi/proto.c. */
 	{ "VIADUCT_MPI_PIPELINE_MAX", PT_SIZE, "131072", 0, 16ull << 20, NULL,
 	  "up to this size the automatic protocol pipelines a message through the ring inside a host (0: never)" },
 	{ "VIADUCT_MPI_SPLIT_MIN", PT_SIZE, "262144", 0, 1ull << 40, NULL,

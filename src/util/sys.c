@@ -147,8 +147,15 @@ int vd_futex_waitv(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns)
 	return r == -ETIMEDOUT && (!deadline_ns || vd_now_ns() < deadline_ns) ? 0 : r;
 }
 
-int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns,
-			   bool (*ready)(void *arg), void *arg)
+static bool any_recheck_ready(const struct vd_waitv *w, unsigned n)
+{
+	for (unsigned i = 0; i < n && i < VD_WAITV_MAX; i++)
+		if (w[i].recheck_ns && w[i].recheck && w[i].recheck(w[i].recheck_arg))
+			return true;
+	return false;
+}
+
+int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns)
 {
 	uint64_t recheck = 0, at;
 	int r;
@@ -156,13 +163,19 @@ int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadli
 	for (unsigned i = 0; i < n && i < VD_WAITV_MAX; i++)
 		if (w[i].recheck_ns && (!recheck || w[i].recheck_ns < recheck))
 			recheck = w[i].recheck_ns;
-	at = vd_now_ns() + recheck;
-	if (!recheck || (deadline_ns && deadline_ns <= at))
+	if (!recheck)
 		return vd_futex_waitv(w, n, deadline_ns);
+	at = vd_now_ns() + recheck;
+	if (deadline_ns && deadline_ns < at)
+		at = deadline_ns;
 	r = vd_futex_waitv(w, n, at);
 	if (r != -ETIMEDOUT)
 		return r;
-	return ready(arg) ? 0 : vd_futex_waitv(w, n, deadline_ns);
+	/* Even at the caller's deadline: a message that missed the bell
+	 * before it is not a timeout. */
+	if (any_recheck_ready(w, n))
+		return 0;
+	return at == deadline_ns ? r : vd_futex_waitv(w, n, deadline_ns);
 }
 
 void vd_futex_bump(_Atomic uint32_t *word)
@@ -196,7 +209,7 @@ int vd_event_wait(struct vd_event *e, uint32_t seen, uint64_t deadline_ns)
 
 void vd_event_arm(struct vd_event *e, struct vd_waitv *w)
 {
-	*w = (struct vd_waitv){ &e->seq, vd_event_seen(e), false, 0 };
+	*w = (struct vd_waitv){ &e->seq, vd_event_seen(e), false, 0, NULL, NULL };
 	/* Seq_cst: as in vd_event_wait. */
 	atomic_fetch_add(&e->sleepers, 1);
 }

@@ -41,11 +41,15 @@ struct vd_waitv {
 	_Atomic uint32_t *word;
 	uint32_t seen;
 	bool shared;
-	/* Nonzero: look again this long after arming, still armed.  A
-	 * publisher that crossed the arming without a store-load fence may
-	 * have read the waiter count before its store was visible and not
-	 * woken us; its store is visible well within this time. */
+	/* Nonzero: ask recheck(recheck_arg) this long after arming, still
+	 * armed.  A publisher that crossed the arming without a store-load
+	 * fence may have read the waiter count before its store was visible
+	 * and not woken us; its store is visible well within this time.
+	 * recheck takes no lock a closer of the object may hold while it
+	 * waits for the sleepers to leave. */
 	uint64_t recheck_ns;
+	bool (*recheck)(void *arg);
+	void *recheck_arg;
 };
 /* Sleep until any word of w[0..n) no longer holds its `seen` (or is
  * woken), or deadline_ns (0 = infinite): 0 or -ETIMEDOUT, spurious
@@ -53,11 +57,11 @@ struct vd_waitv {
  * (before 5.16) get 200 us slices on the first word. */
 #define VD_WAITV_MAX 8
 int vd_futex_waitv(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns);
-/* vd_futex_waitv that, when a word asks for it (recheck_ns), calls
- * ready(arg) once that long after the start and returns 0 if it says
- * so, else sleeps on to deadline_ns. */
-int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns,
-			   bool (*ready)(void *arg), void *arg);
+/* vd_futex_waitv that, when words ask for it (recheck_ns), asks their
+ * recheck once the shortest such time has passed (or at deadline_ns, if
+ * that comes first) and returns 0 if one says ready; else sleeps on to
+ * deadline_ns. */
+int vd_futex_waitv_recheck(const struct vd_waitv *w, unsigned n, uint64_t deadline_ns);
 
 /* A private futex word that counts its sleepers, so that a bump with
  * nobody asleep -- the common case on a busy-polled path -- costs no

@@ -239,17 +239,6 @@ static VIP_RETURN cq_set_poll(void *arg)
 	return VIP_NOT_DONE;
 }
 
-/* The recheck a provider may ask of an armed sleep (recheck_ns). */
-static bool cq_set_ready(void *arg)
-{
-	struct cq_set *s = arg;
-
-	for (unsigned i = 0; i < s->n; i++)
-		if (s->cq[i]->nic->ops->cq_ready(s->cq[i]))
-			return true;
-	return false;
-}
-
 /* Arm every CQ, then one futex_waitv over their words: whichever
  * provider completes first wakes us, without polling the others. */
 static int cq_set_sleep(void *arg, uint64_t deadline)
@@ -274,7 +263,7 @@ static int cq_set_sleep(void *arg, uint64_t deadline)
 	if (!until || until > slice)
 		until = slice;
 	if (!r) {
-		err = vd_futex_waitv_recheck(w, armed, until, cq_set_ready, s);
+		err = vd_futex_waitv_recheck(w, armed, until);
 	} else if (r < 0) {
 		/* A provider that cannot arm: short naps, never a spin. */
 		struct timespec nap = { 0, 200000 };

@@ -122,7 +122,11 @@ struct vd_prov_ops {
 	 * closing: nothing armed) or -errno.  Progress the provider needs
 	 * meanwhile is its own affair (a thread of its own).  disarm undoes
 	 * an arm that returned 0, even if the CQ is being destroyed
-	 * meanwhile; timed_out: the sleep ran its course.  No lock held. */
+	 * meanwhile; timed_out: the sleep ran its course.  No lock held.
+	 * A provider whose publishers may miss an arming (no store-load
+	 * fence between publishing and reading the waiter count) fills in
+	 * w->recheck_ns and w->recheck: the core asks recheck that long
+	 * after arming, still armed (vd_futex_waitv_recheck). */
 	int (*cq_arm)(struct vd_cq *cq, struct vd_waitv *w, void **armed);
 	void (*cq_disarm)(struct vd_cq *cq, void *armed, bool timed_out);
 

@@ -395,6 +395,15 @@ bool vd_shm_cq_ready(struct vd_cq *cq)
 	return ready;
 }
 
+/* The recheck of an armed sleep (vd_futex_waitv_recheck), asked only by
+ * a sleep that counts ring messages: the rings alone, under rings_lock
+ * (not cq->lock, which vd_shm_cq_close holds while it waits for the
+ * sleepers to leave). */
+static bool armed_ready(void *armed)
+{
+	return vd_shm_cq_rings_ready(armed);
+}
+
 /* Register as a sleeper of cq's bell: senders that see the count ring
  * it.  1 when there is no need to sleep (ready, or closing); else 0, the
  * bell's word in *w and, in *armed, what disarm needs (cq->prov is
@@ -418,10 +427,11 @@ static int cq_arm(struct vd_cq *cq, bool rings, struct vd_waitv *w, void **armed
 	/* seq_cst RMW pairs with the senders' seq_cst signal and the fence
 	 * in vd_shm_cq_push_local: either they see the count and ring the
 	 * bell, or we see what they published.  Ring messages are published
-	 * without a fence: for them the look again after recheck_ns. */
+	 * without a fence: for them the sleeper looks again after
+	 * VD_CQ_RECHECK_NS (armed_ready). */
 	atomic_fetch_add(&r->c.waiting, 1);
 	*w = (struct vd_waitv){ &r->b.bell, atomic_load(&r->b.bell), true,
-				rings ? VD_CQ_RECHECK_NS : 0 };
+				rings ? VD_CQ_RECHECK_NS : 0, armed_ready, sc };
 	if (events_ready(sc) || atomic_load(&sc->closing) ||
 	    (rings && vd_shm_cq_rings_ready(sc))) {
 		vd_shm_cq_disarm(cq, sc, false);
@@ -448,13 +458,6 @@ int vd_shm_cq_arm(struct vd_cq *cq, struct vd_waitv *w, void **armed)
 	return cq_arm(cq, true, w, armed);
 }
 
-/* The recheck of an armed sleep (vd_futex_waitv_recheck): only a
- * sleep that counts ring messages asks for one. */
-static bool armed_ready(void *armed)
-{
-	return vd_shm_cq_rings_ready(armed);
-}
-
 /* rings: a message in a ring feeding the CQ also ends the sleep
  * (viaduct_cq_wait_any); VipCQWait waits for events only.  Sleeps at most
  * one slice, then asks for a look at every connection. */
@@ -468,8 +471,7 @@ int vd_shm_cq_sleep(struct vd_cq *cq, uint64_t deadline, bool rings)
 
 	if (cq_arm(cq, rings, &w, &armed))
 		return 0;
-	err = vd_futex_waitv_recheck(&w, 1, sliced ? slice_end : deadline,
-				     armed_ready, armed);
+	err = vd_futex_waitv_recheck(&w, 1, sliced ? slice_end : deadline);
 	vd_shm_cq_disarm(cq, armed, err == -ETIMEDOUT && sliced);
 	return err == -ETIMEDOUT && sliced ? 0 : err;
 }

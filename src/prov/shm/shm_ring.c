@@ -113,10 +113,11 @@ static bool room(struct vd_shm_conn *c, uint32_t n)
  * is visible with it.  No store-load fence orders vd_cq_ring_wake()'s
  * load of the receiver's waiter count after this store: the fence waited
  * for the line to come back from the polling receiver and cost a sixth
- * of the small-message rate.  A receiver arming its sleep at the same
- * instant may therefore miss both the message and the bell; its sleep
- * looks at the rings again, still armed, VD_CQ_RECHECK_NS later
- * (shm_cq.c), by when the store is long visible. */
+ * of the small-message rate.  On x86 (TSO) the load may then pass the
+ * store, so a receiver arming its sleep at that instant can miss both the
+ * message and the bell; its sleep looks at the rings again, still armed,
+ * VD_CQ_RECHECK_NS later (shm_cq.c), by when a store buffer has long
+ * drained -- and every 50 ms regardless (docs/vipl.md). */
 static void publish(uint8_t *line, uint32_t len, uint32_t abs)
 {
 	__atomic_store_n((uint64_t *)line, hdr_word(len, abs + 1), __ATOMIC_RELEASE);
