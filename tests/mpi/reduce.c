@@ -403,11 +403,13 @@ static int rs_in(int r, int j)
 
 static void test_reduce_scatter(void)
 {
-	static const int ms[] = { 0, 1, 300 };
+	/* 5000: the vector spans several of the node segment's chunks, and
+	 * in place each piece is written while later chunks are still read */
+	static const int ms[] = { 0, 1, 300, 5000 };
 	int n = mt_size;
 
 	mt_phase = "reduce_scatter";
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < (int)(sizeof(ms) / sizeof(ms[0])); k++) {
 		int m = ms[k], *cnt = mt_malloc(sizeof(int) * (size_t)n), tot = 0, off = 0;
 
 		for (int i = 0; i < n; i++) {
