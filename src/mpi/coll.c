@@ -561,16 +561,24 @@ static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
 	uint32_t sig = reduce_scatter_sig(counts, c->size, t, op);
-	size_t before = 0;
+	long long before = 0;
+	void *mem = NULL;
+	char *whole = total ? vd_dtype_scratch(t, total, &mem) : NULL;
+	int err;
 
 	if (total == 0)         /* one phase: a member with counts finds out */
 		return vd_coll_code(vd_shm_signed_phase(s, sig));
+	if (!whole) {
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+		return MPI_ERR_NO_MEM;
+	}
 	for (int i = 0; i < c->rank; i++)
-		before += (size_t)counts[i];
-	/* The type is basic and contiguous (vd_shm_reduce_fits): out is
-	 * counts[rank] elements in a row. */
-	return vd_coll_code(vd_shm_reduce_scatter(s, in, out, (size_t)total, before,
-						  (size_t)counts[c->rank], dt, op, sig));
+		before += counts[i];
+	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1, sig));
+	if (!err)
+		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
+	free(mem);
+	return err;
 }
 
 /* The whole vector is reduced at rank 0 (in rank order, so any op works)

@@ -114,8 +114,6 @@ struct shm_red {
 	int root;                       /* -1: allreduce */
 	uint32_t sig;                   /* checked at the first chunk's first
 	                                 * phase (root -1 only), 0: none */
-	size_t want_lo, want_hi;        /* the elements wanted out (of the
-	                                 * whole vector): out holds want_lo */
 };
 
 /* out = slot 0 op slot 1 op ... op slot n-1 over elements [lo, hi) of
@@ -140,14 +138,12 @@ static int reduce_wait(struct vd_shm *s, const struct shm_red *r, uint32_t p)
 	return r->sig ? vd_shm_wait_signed(s, p, r->sig) : vd_shm_wait(s, -1, p);
 }
 
-/* One chunk, elements [e0, e0 + m) of the whole: in -> this member's
- * slot; out (at want_lo) <- the part of the result wanted from it. */
+/* One chunk of m elements: in -> this member's slot, out <- the result
+ * (NULL where the result is not wanted). */
 static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *in,
-			char *out, size_t e0, size_t m)
+			char *out, size_t m)
 {
-	size_t a = e0 > r->want_lo ? e0 : r->want_lo;
-	size_t b = e0 + m < r->want_hi ? e0 + m : r->want_hi;
-	bool wants = (r->root < 0 || s->me == r->root) && a < b;
+	bool wants = r->root < 0 || s->me == r->root;
 	uint32_t p = vd_shm_next(s);
 	char *area;
 	int err = vd_shm_claim(s, p, &area);
@@ -155,17 +151,15 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 
 	if (err)
 		return err;
-	if (wants)
-		out += (a - r->want_lo) * r->esz;
 	memcpy(slot(s, area, s->me), in, m * r->esz);
 	if (r->sig)     /* next to the publish: one trip of the line */
 		vd_shm_sign(s, p, r->sig);
 	vd_shm_publish(s, p);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
-		if (!wants && !r->sig)  /* a signature is checked all the same */
+		if (!wants)
 			return 0;
 		err = reduce_wait(s, r, p);
-		return err || !wants ? err : combine_slots(s, r, area, a - e0, b - e0, out);
+		return err ? err : combine_slots(s, r, area, 0, m, out);
 	}
 	err = reduce_wait(s, r, p);
 	if (!err)
@@ -178,44 +172,26 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 		return 0;
 	err = vd_shm_wait(s, -1, p);
 	if (!err)
-		memcpy(out, slot(s, area, s->n - 1) + (a - e0) * r->esz, (b - a) * r->esz);
-	return err;
-}
-
-static int reduce_range(struct vd_shm *s, const void *in, void *out, size_t total,
-			struct shm_red *r)
-{
-	size_t per = s->slot / r->esz;
-	int err = 0;
-
-	for (size_t e0 = 0; e0 < total && !err; e0 += per) {
-		size_t m = total - e0 < per ? total - e0 : per;
-
-		err = reduce_chunk(s, r, (const char *)in + e0 * r->esz, out, e0, m);
-		r->sig = 0;     /* the first chunk settled it */
-	}
+		memcpy(out, slot(s, area, s->n - 1), m * r->esz);
 	return err;
 }
 
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
 		  MPI_Op op, int root, uint32_t sig)
 {
-	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root, root < 0 ? sig : 0,
-			     0, (size_t)count };
+	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root, root < 0 ? sig : 0 };
+	size_t per = s->slot / r.esz, total = (size_t)count;
+	bool wants = root < 0 || s->me == root;
+	int err = 0;
 
-	return reduce_range(s, in, out, (size_t)count, &r);
-}
+	for (size_t e0 = 0; e0 < total && !err; e0 += per) {
+		size_t m = total - e0 < per ? total - e0 : per;
 
-/* Every member reduces its slice of each chunk, as for Allreduce, but
- * copies out only its own piece [lo, lo + n) (a full result per member
- * cost 1.4x the better peer at 2 ranks from 64 KiB).  Writes to out stay
- * below the next chunk's input, so out may overlap in (MPI_IN_PLACE). */
-int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t total,
-			  size_t lo, size_t n, MPI_Datatype dt, MPI_Op op, uint32_t sig)
-{
-	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, -1, sig, lo, lo + n };
-
-	return reduce_range(s, in, out, total, &r);
+		err = reduce_chunk(s, &r, (const char *)in + e0 * r.esz,
+				   wants ? (char *)out + e0 * r.esz : NULL, m);
+		r.sig = 0;      /* the first chunk settled it */
+	}
+	return err;
 }
 
 /* ---- Allgather ----------------------------------------------------------------------- */
