@@ -169,6 +169,10 @@ VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE cq, VIP_ULONG timeout);
  * VIADUCT_CQ_SET_MAX CQs.  VIP_SUCCESS, VIP_TIMEOUT, VIP_INVALID_PARAMETER. */
 #define VIADUCT_CQ_SET_MAX 8
 VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout);
+/* viaduct_cq_wait_set without its spin: for a caller that has polled (and
+ * driven the fabrics, through VipCQDone or viaduct_ring_peek) for as long
+ * as it cares to, and now wants to sleep at once. */
+VIP_RETURN viaduct_cq_sleep_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout);
 
 /* ---- registration without pinning --------------------------------------------
  * Like VipRegisterMem -- a handle, bounds, ptag and RDMA rights in the

@@ -868,7 +868,10 @@ static void idle_wait(void)
 		return;
 	}
 	/* W.set is written once, at MPI_Init. */
-	rc = viaduct_cq_wait_set(W.set, nset, ms);
+	/* The caller has spun for its own budget (VIADUCT_MPI_SPIN_US):
+	 * a second spin here would double it, and ignore the smaller one
+	 * of an oversubscribed host. */
+	rc = viaduct_cq_sleep_set(W.set, nset, ms);
 	vd_lock_sleep_end(saved);
 	if (rc == VIP_TIMEOUT && W.idle_ms < IDLE_MS_MAX)
 		W.idle_ms *= 2;

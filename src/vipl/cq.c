@@ -276,7 +276,8 @@ static int cq_set_sleep(void *arg, uint64_t deadline)
 	return err == -ETIMEDOUT && until != deadline ? 0 : err;
 }
 
-VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout)
+static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout,
+			   bool spin)
 {
 	struct cq_set s = { .n = n };
 
@@ -288,7 +289,24 @@ VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG t
 		if (!s.cq[i])
 			return VIP_INVALID_PARAMETER;
 	}
-	if (n == 1)
-		return viaduct_cq_wait_any(cqs[0], timeout);
-	return vd_poll_wait(cq_set_poll, cq_set_sleep, &s, timeout);
+	if (n == 1) {
+		/* One CQ sleeps in its provider's own wait (for ofi, the
+		 * fabric's fd), without handing progress to another thread. */
+		struct cq_waiter w = { s.cq[0], cqs[0], NULL, NULL, true };
+
+		return spin ? vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout) :
+			      vd_poll_wait_spin(cq_any_poll, cq_sleep_fn, &w, timeout, 0);
+	}
+	return spin ? vd_poll_wait(cq_set_poll, cq_set_sleep, &s, timeout) :
+		      vd_poll_wait_spin(cq_set_poll, cq_set_sleep, &s, timeout, 0);
+}
+
+VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout)
+{
+	return wait_set(cqs, n, timeout, true);
+}
+
+VIP_RETURN viaduct_cq_sleep_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout)
+{
+	return wait_set(cqs, n, timeout, false);
 }

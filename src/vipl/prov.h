@@ -113,7 +113,9 @@ struct vd_prov_ops {
 	/* rings: a message in a ring feeding the CQ also ends the sleep. */
 	int (*cq_sleep)(struct vd_cq *cq, uint64_t deadline_ns, bool rings);
 	/* Non-consuming: the CQ holds an event, or the message ring of a VI
-	 * whose receive queue is bound to it holds a message.  No lock held. */
+	 * whose receive queue is bound to it holds a message.  A provider
+	 * whose fabric needs the caller's progress drives it here (a spin
+	 * on readiness is the only thing that runs).  No lock held. */
 	bool (*cq_ready)(struct vd_cq *cq);
 	/* A sleep on several CQs at once (viaduct_cq_wait_set), of any
 	 * providers: arm registers as a sleeper of cq, so that an event or

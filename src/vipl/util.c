@@ -107,8 +107,14 @@ static uint64_t spin_ns(void)
 VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			void *arg, VIP_ULONG timeout)
 {
+	return vd_poll_wait_spin(poll, sleep, arg, timeout, spin_ns());
+}
+
+VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
+			     void *arg, VIP_ULONG timeout, uint64_t spin)
+{
 	uint64_t deadline = vd_deadline(timeout);
-	uint64_t spin_until = vd_now_ns() + spin_ns();
+	uint64_t spin_until = spin ? vd_now_ns() + spin : 0;
 	unsigned polls = 0;
 
 	for (;;) {

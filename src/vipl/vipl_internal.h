@@ -51,5 +51,8 @@ int vd_timeout_ms(VIP_ULONG timeout_ms);
  * -ETIMEDOUT, spurious returns allowed) until the timeout (ms). */
 VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			void *arg, VIP_ULONG timeout);
+/* Same, spinning for spin_ns instead (0: one poll, then sleep). */
+VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
+			     void *arg, VIP_ULONG timeout, uint64_t spin_ns);
 
 #endif /* VIADUCT_VIPL_INTERNAL_H */

@@ -123,8 +123,14 @@ static bool cq_has(struct vd_cq *cq, bool rings)
 	return ready;
 }
 
+/* As vd_ofi_cq_pop: the fabric's data progress is manual, so a caller
+ * that spins on readiness must also drive it, or nothing it waits for
+ * can arrive until it gives up and sleeps. */
 bool vd_ofi_cq_ready(struct vd_cq *cq)
 {
+	if (cq_has(cq, true))
+		return true;
+	vd_ofi_poll(vd_ofi_nic(cq->nic));
 	return cq_has(cq, true);
 }
 
