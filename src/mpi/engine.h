@@ -243,6 +243,9 @@ int vd_progress(bool block);
 int vd_nbc_progress(void);
 /* Sends queued or in flight on any VI (MPI_Finalize drains them). */
 bool vd_wire_busy(void);
+/* A transfer across hosts is under way: an RDMA write of ours not yet
+ * complete, or one we cleared (CTS) not yet arrived. */
+bool vd_wire_moving(void);
 /* The largest message sent eagerly to peer (its transport's limit). */
 size_t vd_eager_max(int peer);
 

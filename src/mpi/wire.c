@@ -916,6 +916,19 @@ int vd_progress(bool block)
 	return n + vd_nbc_progress();
 }
 
+bool vd_wire_moving(void)
+{
+	if (W.imm_expected)
+		return true;
+	for (int i = 0; i < W.nlive; i++) {
+		struct peer *p = &W.peers[W.live[i]];
+
+		if (p->t == &W.t[VD_T_OFI] && p->s_post != p->s_reap)
+			return true;
+	}
+	return false;
+}
+
 bool vd_wire_busy(void)
 {
 	for (int r = 0; W.peers && r < vd_mpi.size; r++)

@@ -10,11 +10,11 @@
 # api_conn (shm's address checks), fault_revoke (white-box: shm's table).
 VD_OFI_TESTS="api_vi api_cq api_limits api_post cq_basic cq_many prot_handles prot_revoke
 	prot_local xfer_disc xfer_sg xfer_rdma xfer_recvreg xfer_conn fault_rdma_death
-	fault_peer ext_flow ext_split ext_ring xfer_threads xfer_max prot_rdma"
+	fault_peer ext_flow ext_split ext_ring xfer_threads xfer_max prot_rdma xfer_rdma_burst"
 # Again with every transfer moved by the fabric's RMA (zero copy, pulled
 # or pushed by the target), whatever its size: the same checks must hold.
 VD_OFI_ZC_TESTS="prot_handles prot_revoke prot_local xfer_sg xfer_rdma xfer_recvreg
-	fault_rdma_death ext_flow ext_split prot_rdma"
+	fault_rdma_death ext_flow ext_split prot_rdma xfer_rdma_burst"
 # And with every local buffer registered with the fabric, as FI_MR_LOCAL
 # fabrics (verbs) need (VIADUCT_OFI_MR_LOCAL=1), with and without zero copy.
 VD_OFI_MR_LOCAL_TESTS="cq_basic xfer_sg xfer_rdma xfer_recvreg ext_split prot_rdma"

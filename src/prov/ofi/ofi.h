@@ -57,6 +57,7 @@
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
 #define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
+#define VD_OFI_ZC_DEPTH 8           /* RDMA transfers a target runs at once per VI */
 #define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
 
 /* ---- wire format ---------------------------------------------------------- */
@@ -162,6 +163,8 @@ struct vd_ofi_op {
 	struct vd_ofi_op *all_next; /* OP_TX: every one made (freed at close) */
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
 	uint32_t tpt_idx;           /* OP_ZC: the region it moves into/out of */
+	struct vd_ofi_zc_run *run;  /* OP_ZC: the RDMA run it is part of, or
+	                             * NULL (a send's) */
 	struct fid_mr *mr;          /* mr_local fabrics: buf's registration */
 	void *desc;                 /* ...and its descriptor, else NULL */
 	fi_addr_t to;               /* OP_TX: destination, length */
@@ -263,6 +266,8 @@ struct vd_ofi_nic {
 	_Atomic bool stop;
 	bool service_started;
 	bool zc;                    /* the fabric has RMA we can use */
+	bool zc_ordered;            /* ...and carries reads and writes in
+	                             * order (FI_ORDER_RAR, FI_ORDER_WAW) */
 	uint64_t zc_min;            /* VIADUCT_OFI_ZC_MIN */
 	_Atomic uint32_t *zc_busy;  /* by TPT index: target-side fabric
 	                             * transfers in flight (mr_dereg waits) */
@@ -290,6 +295,14 @@ struct vd_ofi_tx {                  /* one descriptor in flight */
 	bool posted;                /* every chunk is out */
 	_Atomic(struct fid_mr *) zc_mr;   /* exposed for this operation */
 	uint64_t bytes;             /* data bytes of the descriptor */
+};
+
+/* A zero-copy RDMA transfer the target runs: the request it answers
+ * once its fabric transfers are complete. */
+struct vd_ofi_zc_run {
+	struct vd_ofi_hdr h;
+	_Atomic uint32_t out;       /* its fabric transfers not yet complete */
+	_Atomic int err;            /* the first one's error */
 };
 
 struct vd_ofi_conn {
@@ -326,8 +339,13 @@ struct vd_ofi_conn {
 	uint64_t zc_off;            /* rq.lock: bytes of it posted so far */
 	uint64_t zc_base;           /* rq.lock: where the front descriptor's
 	                             * part of it begins */
-	_Atomic uint32_t zc_out;    /* its fabric transfers not yet complete */
-	_Atomic int zc_err;         /* the first one's error */
+	_Atomic uint32_t zc_out;    /* fabric transfers not yet complete
+	                             * (a send's, or the RDMA runs') */
+	_Atomic int zc_err;         /* the send's first error */
+	/* Zero-copy RDMA the target runs, oldest first (ofi_xfer.c);
+	 * rq.lock. */
+	struct vd_ofi_zc_run zq[VD_OFI_ZC_DEPTH];
+	uint32_t zq_head, zq_tail;
 	_Atomic bool zc_retry;      /* the fabric could not take one: the
 	                             * next progress pass tries again */
 
@@ -528,9 +546,11 @@ void vd_ofi_zc_release(struct vd_ofi_nic *on, VIP_MEM_HANDLE h);
 /* Target: move len bytes between `local` (in held region h) and the
  * peer's exposed buffer at offset off: fi_read (pull) or fi_write
  * (push).  0, -EAGAIN (retry later) or another error; counted in
- * c->zc_out until the completion (vd_ofi_zc_complete) releases h. */
+ * c->zc_out (and run's, if any) until the completion
+ * (vd_ofi_zc_complete) releases h. */
 int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
-		   VIP_MEM_HANDLE h, const struct vd_ofi_zc *z, uint64_t off);
+		   VIP_MEM_HANDLE h, const struct vd_ofi_zc *z, uint64_t off,
+		   struct vd_ofi_zc_run *run);
 void vd_ofi_zc_complete(struct vd_ofi_op *op, int err);
 /* The fabric could not take a transfer now: kick c on the next pass. */
 void vd_ofi_zc_retry(struct vd_ofi_conn *c);

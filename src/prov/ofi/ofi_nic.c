@@ -120,6 +120,8 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 		(void)viaduct_param_uint("VIADUCT_OFI_ZC_MIN", VD_OFI_ZC_MIN, &zc_min);
 		on->zc_min = zc_min;
 		on->zc = (caps & FI_RMA) && (*out)->domain_attr->mr_key_size <= 8 && zc_min;
+		on->zc_ordered = ((*out)->tx_attr->msg_order & (FI_ORDER_RAR | FI_ORDER_WAW)) ==
+				 (FI_ORDER_RAR | FI_ORDER_WAW);
 	}
 	return *out ? 0 : -ENOMEM;
 }

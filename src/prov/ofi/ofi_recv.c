@@ -214,7 +214,8 @@ static int zc_pull_recv(struct vd_ofi_conn *c, VIP_DESCRIPTOR *d, const struct v
 		vd_ofi_zc_hold(c->on, s->Handle);
 		int err = vd_tpt_check_local(c->vi->nic, s->Handle, (uint64_t)(uintptr_t)dst, k,
 					     c->vi->ptag_id) ? -EACCES :
-			  vd_ofi_zc_move(c, true, dst, (size_t)k, s->Handle, z, c->zc_off);
+			  vd_ofi_zc_move(c, true, dst, (size_t)k, s->Handle, z, c->zc_off,
+					       NULL);
 		vd_ofi_zc_release(c->on, s->Handle);
 		if (err)
 			return err;

@@ -105,7 +105,8 @@ bool vd_ofi_zc_busy(struct vd_ofi_nic *on, uint32_t idx)
 }
 
 int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
-		   VIP_MEM_HANDLE h, const struct vd_ofi_zc *z, uint64_t off)
+		   VIP_MEM_HANDLE h, const struct vd_ofi_zc *z, uint64_t off,
+		   struct vd_ofi_zc_run *run)
 {
 	struct vd_ofi_nic *on = c->on;
 	struct vd_ofi_op *op = vd_ofi_tx_get(on);   /* freed with the NIC if lost */
@@ -121,8 +122,11 @@ int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
 	op->kind = OP_ZC;
 	op->conn = c;
 	op->tpt_idx = vd_tpt_index(h);
+	op->run = run;
 	m.context = op;
 	atomic_fetch_add(&c->zc_out, 1);
+	if (run)
+		atomic_fetch_add(&run->out, 1);
 	vd_ofi_zc_hold(on, h);
 	pthread_mutex_lock(&on->fab_lock);
 	/* A push completes only once the data is in the initiator's memory:
@@ -134,6 +138,8 @@ int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
 	if (r == 0)
 		return 0;
 	vd_ofi_zc_release(on, h);
+	if (run)
+		atomic_fetch_sub(&run->out, 1);
 	atomic_fetch_sub(&c->zc_out, 1);
 	vd_ofi_tx_put(on, op);
 	if (r == -FI_EAGAIN)
@@ -151,9 +157,13 @@ void vd_ofi_zc_complete(struct vd_ofi_op *op, int err)
 		int none = 0;
 		vd_log("ofi: connection %u: a zero-copy transfer failed: %s", c->idx,
 		       fi_strerror(err));
-		atomic_compare_exchange_strong(&c->zc_err, &none, err);
+		atomic_compare_exchange_strong(op->run ? &op->run->err : &c->zc_err, &none, err);
 	}
 	atomic_fetch_sub(&c->on->zc_busy[op->tpt_idx], 1);
+	/* The run's count before the total: a breaking connection that sees
+	 * the total at 0 may reuse the runs. */
+	if (op->run)
+		atomic_fetch_sub(&op->run->out, 1);
 	atomic_fetch_sub(&c->zc_out, 1);
 	vd_ofi_tx_put(c->on, op);
 	vd_ofi_kick(c, VD_OFI_KICK_RX);     /* the target's receive side waits */
