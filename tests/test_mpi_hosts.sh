@@ -41,6 +41,17 @@ for n in 2 3 4; do
 		fi
 	done
 done
+# With no provider named, libfabric's net (native RDM over TCP) rather
+# than tcp;ofi_rxm, where it offers both (VIADUCT_DEBUG=1 names it).
+for p in p2p window; do
+	if VIADUCT_OFI_PROVIDER= VIADUCT_DEBUG=1 hydra 2 "$(mt_prog $p)" >"$mt_log" 2>&1 &&
+		{ ! fi_info -p net >/dev/null 2>&1 || grep -q "ofi: net on" "$mt_log"; }; then
+		mt_ok "$p across two hosts, the default fabric ($(sed -n 's/.* ofi: \([^ ]*\) on .*/\1/p' "$mt_log" | head -n 1))"
+	else
+		mt_bad "$p across two hosts, the default fabric"
+		sed 's/^/     | /' "$mt_log" | tail -20
+	fi
+done
 # Two ranks on each host: each reaches its neighbour through shm and the
 # other host's ranks through ofi, and the collectives go node-local first
 # (VIADUCT_DEBUG=1 says which is which), through each node's shared

@@ -56,4 +56,8 @@ for t in $VD_OFI_MR_LOCAL_TESTS; do
 	run "$t" ", local buffers registered" VIADUCT_OFI_MR_LOCAL=1
 	run "$t" ", local buffers registered, zero copy" VIADUCT_OFI_MR_LOCAL=1 VIADUCT_OFI_ZC_MIN=1
 done
+for t in $VD_OFI_NET_TESTS; do
+	run "$t" " (net)" VIADUCT_OFI_PROVIDER=net
+	run "$t" " (net), zero copy from 1 byte" VIADUCT_OFI_PROVIDER=net VIADUCT_OFI_ZC_MIN=1
+done
 exit $((fails > 0))

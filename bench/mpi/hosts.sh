@@ -21,7 +21,8 @@
 # (seconds per program run), MPI_HOSTS_QUIET_WAIT (seconds to wait before
 # each run for the CPUs to be >= 90 % idle for a second; default 30),
 # MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce"),
-# MPI_HOSTS_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default tcp),
+# MPI_HOSTS_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default empty:
+# viaduct's own choice, net where libfabric offers it next to tcp;ofi_rxm),
 # MPI_HOSTS_ENV
 # (VAR=VALUE words for every measured run, e.g. VIADUCT_MPI_PROTOCOL=get).
 #
@@ -35,7 +36,7 @@
 # CPU 1.  Allreduce also runs with 4 ranks, two per host, not pinned
 # (4 ranks on 2 CPUs: oversubscribed).
 #   viaduct   mpiexec.hydra -hosts A,B -launcher ssh -launcher-exec AGENT,
-#             VIADUCT_OFI_PROVIDER=tcp or MPI_HOSTS_OFI_PROVIDER (shm or
+#             VIADUCT_OFI_PROVIDER=MPI_HOSTS_OFI_PROVIDER (shm or
 #             ofi per peer, by itself)
 #   Open MPI  mpirun.openmpi --host A,B --mca plm_rsh_agent AGENT, ob1 with
 #             btl self,tcp (4 ranks: self,vader,tcp), --bind-to none
@@ -87,7 +88,7 @@ TMO=${MPI_BENCH_TIMEOUT:-$([ -n "$QUICK" ] && echo 120 || echo 300)}
 VDCC=$BUILD/tools/vdcc
 TCP_FLOOR=$BUILD/bench/tcp_floor
 PROGS=${MPI_HOSTS_PROGS:-latency bw bibw allreduce}
-OFI_PROVIDER=${MPI_HOSTS_OFI_PROVIDER:-tcp}
+OFI_PROVIDER=${MPI_HOSTS_OFI_PROVIDER:-}
 # VAR=VALUE words added to every measured run (e.g. VIADUCT_MPI_PROTOCOL=get)
 read -r -a EXTRA_ENV <<<"${MPI_HOSTS_ENV:-}"
 
@@ -338,7 +339,7 @@ check() {
 		if [ "$n" = 2 ]; then want="rank 0: peers through shm: none; through ofi: 1$"
 		else want="rank 0: peers through shm: 1; through ofi: 2 3$"
 		fi
-		path=$(grep -o "rank 0: peers through.*" "$log" | head -1)
+		path="$(grep -o "rank 0: peers through.*" "$log" | head -1); libfabric provider: $(sed -n 's/.* ofi: \([^ ]*\) on .*/\1/p' "$log" | head -1)"
 		grep -q "$want" "$log" || { note "check of $label: viaduct did not say '$want'"; ok=0; } ;;
 	mpich)
 		# UCX names the transports of each endpoint it opens: ep_cfg[i]:
@@ -374,7 +375,7 @@ context run cpus "$(nproc) online"
 context run kernel "$(uname -sr)"
 context run load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 context run date "$(date -u '+%Y-%m-%d %H:%M UTC')"
-context run viaduct_ofi_provider "$OFI_PROVIDER"
+context run viaduct_ofi_provider "${OFI_PROVIDER:-(viaduct default)}"
 context run mode "${QUICK:-full}, $ROUNDS round(s)"
 [ -n "${MPI_HOSTS_ENV:-}" ] && context run extra_env "$MPI_HOSTS_ENV"
 context run hosts "$NS_A $IP_A <-> $NS_B $IP_B, veth, own net+uts+ipc namespaces"

@@ -18,3 +18,7 @@ VD_OFI_ZC_TESTS="prot_handles prot_revoke prot_local xfer_sg xfer_rdma xfer_recv
 # And with every local buffer registered with the fabric, as FI_MR_LOCAL
 # fabrics (verbs) need (VIADUCT_OFI_MR_LOCAL=1), with and without zero copy.
 VD_OFI_MR_LOCAL_TESTS="cq_basic xfer_sg xfer_rdma xfer_recvreg ext_split prot_rdma"
+# And over libfabric's net provider (native RDM over TCP, the default
+# where libfabric offers it next to tcp;ofi_rxm), the others stay on rxm.
+VD_OFI_NET_TESTS="cq_basic prot_rdma xfer_sg xfer_rdma xfer_rdma_burst ext_ring ext_flow
+	fault_peer"

@@ -222,6 +222,7 @@ struct vd_ofi_nic {
 	struct fid_av *av;
 	struct fid_cq *cq;
 	int wait_fd;                /* the CQ's fd (FI_WAIT_FD), or -1 */
+	struct fid_cntr *wake_cntr; /* net: the sleep instead (fd_wait) */
 	struct vd_ofi_ep data;
 	_Atomic uint32_t placing;   /* target-side copies into registered
 	                             * memory in progress (mr_dereg waits) */
