@@ -729,11 +729,16 @@ static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 		vd_ofi_repost(op);
 	}
 	for (;;) {
-		while (!zq_empty(c) && zq_retire(vi, c))
+		bool live = !atomic_load(&c->broken) &&
+			    atomic_load(&vi->state) == VIP_STATE_CONNECTED;
+
+		/* Broken: the runs are only waited out (conn_detach), the
+		 * receives they would complete are flushed. */
+		while (live && !zq_empty(c) && zq_retire(vi, c))
 			;
 		if (!(op = in_peek(c)))
 			return;
-		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED) {
+		if (live) {
 			const struct vd_ofi_hdr *h = (const void *)op->buf;
 
 			if (is_zc_rdma(h)) {
