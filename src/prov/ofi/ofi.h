@@ -62,7 +62,7 @@
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
-#define VD_OFI_VERSION 3u
+#define VD_OFI_VERSION 4u
 
 enum vd_ofi_type {
 	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
@@ -92,6 +92,9 @@ enum vd_ofi_type {
 #define VD_OFI_F_LAST 0x2u          /* last chunk of the operation */
 #define VD_OFI_F_ACK 0x4u           /* send: answer DONE once placed */
 #define VD_OFI_F_FLOW 0x8u          /* send: wait for a receive, never drop */
+#define VD_OFI_F_CREDIT 0x20u       /* ring message: c is how far the sender
+	                             * has released its own ring (the credit
+	                             * it would otherwise send on its own) */
 #define VD_OFI_F_ZC 0x10u           /* the payload is a struct vd_ofi_zc: the
                                      * data is pulled from (pushed into) it */
 
@@ -363,6 +366,8 @@ struct vd_ofi_conn {
 	                             * first message */
 	_Atomic uint64_t ring_tx_pos;   /* sq.lock writes: end of what we sent */
 	_Atomic uint64_t ring_credit;   /* progress writes: what the peer released */
+	_Atomic uint64_t ring_released; /* rq.lock writes: how far we released */
+	_Atomic uint64_t ring_reported; /* ...and how far the peer was told */
 
 	_Atomic uint32_t dropped;   /* DROPPED notices not yet in the stats */
 	_Atomic uint32_t deferred;  /* DEFERRED notices, likewise */
@@ -584,7 +589,7 @@ int vd_ofi_ring_release(struct vd_vi *vi);
 void vd_ofi_rx_ring(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h,
 		    const uint8_t *p);
 /* A RING_CREDIT arrived (progress lock held; no queue lock needed). */
-void vd_ofi_ring_credit(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h);
+void vd_ofi_ring_credit(struct vd_ofi_conn *c, uint64_t released);
 /* The connection leaves its VI: its ring and unread messages go. */
 void vd_ofi_ring_free(struct vd_ofi_conn *c);
 

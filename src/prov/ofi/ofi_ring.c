@@ -7,8 +7,9 @@
  *
  * Flow control by credit: both ends place messages in the ring the same
  * way (ring_place), so the sender knows where each one will land; the
- * receiver reports how far it has released (VD_OFI_RING_CREDIT, every
- * quarter ring), and the sender refuses (VIP_NOT_DONE) a message that
+ * receiver reports how far it has released -- in every ring message it
+ * sends back (VD_OFI_F_CREDIT), else on its own (VD_OFI_RING_CREDIT) once
+ * a quarter ring is unreported -- and the sender refuses (VIP_NOT_DONE) a message that
  * would overrun what is unreleased.  With a quarter-ring report step and
  * messages of at most 32 KiB, a sender whose receiver has read
  * everything always has room (unreported <= 32 KiB, the message and the
@@ -41,7 +42,6 @@ static_assert(VIADUCT_RING_MAX_MSG + sizeof(struct ring_entry) <= VD_OFI_RING_BY
 struct vd_ofi_ring {
 	uint8_t *buf;               /* VD_OFI_RING_BYTES */
 	uint64_t wpos, rpos;        /* absolute byte positions */
-	uint64_t reported;          /* rpos the peer was last told */
 	uint32_t unread;            /* messages in the ring, counted in the CQ */
 	bool peeked;                /* rpos is at the message peek returned */
 };
@@ -61,6 +61,16 @@ static uint64_t ring_place(uint64_t pos, uint64_t units)
 }
 
 /* ---- sender (sq.lock) ----------------------------------------------------------------- */
+
+/* *v = max(*v, x): the credit reported by a send (sq.lock) and by a
+ * release (rq.lock) may race; a lower value only costs a credit. */
+static void raise_to(_Atomic uint64_t *v, uint64_t x)
+{
+	uint64_t old = atomic_load(v);
+
+	while (x > old && !atomic_compare_exchange_weak(v, &old, x))
+		;
+}
 
 static bool ring_room(struct vd_ofi_conn *c, uint64_t end)
 {
@@ -89,27 +99,35 @@ int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const voi
 	 * Only this side writes it (sq.lock). */
 	atomic_store(&c->ring_tx_pos, start + units);
 	vd_ofi_hdr_init(c, &h, VD_OFI_RING, 0);
+	/* What we released of the peer's messages rides along: a reply
+	 * needs no credit message of its own (a 16 KiB ping-pong sent one
+	 * every other message, 2-3 us each). */
+	uint64_t released = atomic_load(&c->ring_released);
+	if (released != atomic_load(&c->ring_reported)) {
+		h.c = released;
+		h.flags |= VD_OFI_F_CREDIT;
+	}
 	err = vd_ofi_send_msg2(c->on, c->peer, c, &h, hdr, hlen, data, len, 0);
 	if (err) {
 		atomic_store(&c->ring_tx_pos, pos);     /* nothing went out */
 		return err == -ENOMEM ? -EAGAIN : -ENOTCONN;
 	}
+	raise_to(&c->ring_reported, released);
 	vi->stats.sends++;
 	vi->stats.send_bytes += hlen + len;
 	return 0;
 }
 
-void vd_ofi_ring_credit(struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+void vd_ofi_ring_credit(struct vd_ofi_conn *c, uint64_t released)
 {
-	uint64_t old = atomic_load(&c->ring_credit);
-
-	/* A release the peer can have made: forward, and not past what we
-	 * sent. */
-	if (h->a < old || h->a > atomic_load(&c->ring_tx_pos)) {
+	/* A release the peer can have made: not past what we sent.  One
+	 * older than what we know is stale (a credit message and a ring
+	 * message may carry theirs in either order), not a lie. */
+	if (released > atomic_load(&c->ring_tx_pos)) {
 		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return;
 	}
-	atomic_store(&c->ring_credit, h->a);
+	raise_to(&c->ring_credit, released);
 }
 
 /* ---- receiver (rq.lock) --------------------------------------------------------------- */
@@ -209,9 +227,10 @@ int vd_ofi_ring_release(struct vd_vi *vi)
 	r->unread--;
 	if (vi->recv_cq)
 		vd_ofi_cq_ring_count(vi->recv_cq, -1);
-	if (r->rpos - r->reported >= VD_OFI_RING_BYTES / 4 && !atomic_load(&c->broken) &&
-	    vd_ofi_send_ctl(c, VD_OFI_RING_CREDIT, 0, r->rpos) == 0)
-		r->reported = r->rpos;
+	atomic_store(&c->ring_released, r->rpos);
+	if (r->rpos - atomic_load(&c->ring_reported) >= VD_OFI_RING_BYTES / 4 &&
+	    !atomic_load(&c->broken) && vd_ofi_send_ctl(c, VD_OFI_RING_CREDIT, 0, r->rpos) == 0)
+		raise_to(&c->ring_reported, r->rpos);
 	return 0;
 }
 

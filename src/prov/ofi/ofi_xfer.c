@@ -854,11 +854,14 @@ void vd_ofi_on_data(struct vd_ofi_conn *c, struct vd_ofi_op *op)
 	if (h->type == VD_OFI_RING_CREDIT) {
 		/* Applied here, in order: the sender needs it while it holds
 		 * its send queue's lock, which a kick would wait for. */
-		vd_ofi_ring_credit(c, h);
+		vd_ofi_ring_credit(c, h->a);
 		vd_ofi_repost(op);
 		return;
 	}
 	bool ring = h->type == VD_OFI_RING;     /* h is gone once detached */
+
+	if (ring && (h->flags & VD_OFI_F_CREDIT))
+		vd_ofi_ring_credit(c, h->c);
 
 	vd_lock(&c->in_lock);
 	n = c->in_len;
