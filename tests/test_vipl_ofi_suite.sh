@@ -60,4 +60,29 @@ for t in $VD_OFI_NET_TESTS; do
 	run "$t" " (net)" VIADUCT_OFI_PROVIDER=net
 	run "$t" " (net), zero copy from 1 byte" VIADUCT_OFI_PROVIDER=net VIADUCT_OFI_ZC_MIN=1
 done
+# A discriminator's listener binds a port of its own, which must lie
+# below the kernel's ephemeral ports: there, any outgoing connection on
+# the host could hold it and fail the bind (a test in CI failed that way
+# when listeners started at 47000).
+if command -v ss >/dev/null && [ -r /proc/sys/net/ipv4/ip_local_port_range ] &&
+	[ -x "$B/examples/vipl_pingpong" ]; then
+	read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range
+	VIADUCT_PROVIDER=ofi "$B/examples/vipl_pingpong" server "ports.$$" >/dev/null 2>&1 &
+	srv=$!
+	ports=
+	for _ in $(seq 50); do
+		ports=$(ss -ltnpH 2>/dev/null | grep "pid=$srv," | awk '{n = split($4, a, ":"); print a[n]}' | sort -n | tr '\n' ' ')
+		[ "$(echo "$ports" | wc -w)" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+	low=$(echo "$ports" | awk '{print $1}')
+	if [ -n "$low" ] && [ "$low" -lt "$eph_lo" ]; then
+		echo "ok   the listener's port $low lies below the ephemeral ports ($eph_lo-)"
+	else
+		echo "FAIL the server's listening ports '$ports': none below the ephemeral ports ($eph_lo-)"
+		fails=$((fails + 1))
+	fi
+fi
 exit $((fails > 0))

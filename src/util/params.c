@@ -52,7 +52,7 @@ static const struct param params[] = {
 	  "the libfabric provider the ofi provider uses (tcp, verbs, efa, cxi, ...)" },
 	{ "VIADUCT_OFI_IFACE", PT_STRING, "(first non-loopback)", 0, 0, NULL,
 	  "network interface or address the ofi provider listens on" },
-	{ "VIADUCT_OFI_PORT_BASE", PT_UINT, "47000", 1024, 61000, NULL,
+	{ "VIADUCT_OFI_PORT_BASE", PT_UINT, "20480", 1024, 61000, NULL,
 	  "first port of the range where ofi connection listeners bind (4096 ports)" },
 	{ "VIADUCT_OFI_TIMEOUT_MS", PT_UINT, "10000", 100, 3600000, NULL,
 	  "how long an unanswered ofi peer counts as alive (ms)" },

@@ -342,7 +342,7 @@ static int hostile(const char *host, const char *disc)
 
 	for (const char *p = disc; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
-	snprintf(port, sizeof(port), "%u", 47000 + h % 4096);
+	snprintf(port, sizeof(port), "%u", 20480 + h % 4096);      /* VD_OFI_PORT_BASE */
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG;
 	hints->fabric_attr->prov_name = strdup("tcp");

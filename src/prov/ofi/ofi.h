@@ -57,6 +57,11 @@
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
 #define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
+/* Default VIADUCT_OFI_PORT_BASE: listeners on 20480-24575, below Linux's
+ * ephemeral ports (32768-60999), where any outgoing connection on the
+ * host -- ours included -- could hold a listener's port and fail its
+ * bind (47000, the old base, lay inside them). */
+#define VD_OFI_PORT_BASE 20480
 #define VD_OFI_ZC_DEPTH 8           /* RDMA transfers a target runs at once per VI */
 #define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
 

@@ -42,7 +42,7 @@ static unsigned disc_port(const uint8_t *d, unsigned n)
 
 	for (unsigned i = 0; i < n; i++)
 		h = (h ^ d[i]) * 16777619u;
-	return (unsigned)param("VIADUCT_OFI_PORT_BASE", 47000) + h % PORT_RANGE;
+	return (unsigned)param("VIADUCT_OFI_PORT_BASE", VD_OFI_PORT_BASE) + h % PORT_RANGE;
 }
 
 /* ---- connection table ------------------------------------------------------------------- */
