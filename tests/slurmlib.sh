@@ -174,7 +174,8 @@ fatal() {
 
 # free_port [NOT]: a TCP port that no socket uses now (and is not NOT),
 # below the kernel's range of ephemeral ports (or above it), so that no
-# outgoing connection takes it before the daemon binds it.
+# outgoing connection takes it before the daemon binds it, and outside
+# viaduct's listener ports.
 free_port() {
 	local p i lo hi base span
 	read -r lo hi 2>/dev/null </proc/sys/net/ipv4/ip_local_port_range || { lo=32768 hi=60999; }
@@ -183,6 +184,8 @@ free_port() {
 	for i in $(seq 100); do
 		p=$((base + (RANDOM * 32768 + RANDOM) % span))
 		[ "$p" = "${1:-}" ] && continue
+		# Not where viaduct's ofi listeners bind (VIADUCT_OFI_PORT_BASE).
+		[ "$p" -ge 20480 ] && [ "$p" -lt 24576 ] && continue
 		if ! ss -Htan "( sport = :$p )" 2>/dev/null | grep -q .; then
 			echo "$p"
 			return 0
