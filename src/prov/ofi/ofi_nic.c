@@ -76,10 +76,6 @@ static void fabric_env_defaults(void)
 	pthread_once(&once, fabric_env_set);
 }
 
-/* The libfabric provider: "ofi:<name>", else VIADUCT_OFI_PROVIDER, else
- * the first libfabric offers that is not node-local (shm); with RMA
- * (zero-copy transfers) where it has it.  Endpoints after the first take
- * what the first got. */
 /* The first provider that is not node-local (shm).  Where that is tcp
  * under rxm and the user named none: libfabric's native RDM over TCP
  * ("net", which libfabric 1.18 made its tcp provider) if offered -- one
@@ -102,6 +98,10 @@ static struct fi_info *pick(struct fi_info *all, bool named)
 	return first;
 }
 
+/* The libfabric provider: "ofi:<name>", else VIADUCT_OFI_PROVIDER, else
+ * the one pick() takes from what libfabric offers; with RMA
+ * (zero-copy transfers) where it has it.  Endpoints after the first take
+ * what the first got. */
 static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service,
 		    struct fi_info **out)
 {
@@ -714,13 +714,13 @@ static void fd_wait(struct vd_ofi_nic *on, uint64_t deadline_ns, bool service)
 			usleep(200);
 		return;
 	}
-	/* Seq_cst: pairs with vd_ofi_progress_lock()'s load after its
-	 * increment of `want`: either it sees us polling and rings, or we
-	 * see its want and do not poll. */
 	if (on->wake_cntr) {
 		cntr_wait(on, service, ms);
 		return;
 	}
+	/* Seq_cst: pairs with vd_ofi_progress_lock()'s load after its
+	 * increment of `want`: either it sees us polling and rings, or we
+	 * see its want and do not poll. */
 	atomic_store(&on->svc_polling, service);
 	if (!(service && atomic_load(&on->want)))
 		(void)poll(p, 2, ms);
