@@ -52,9 +52,7 @@ for t in $VD_OFI_TESTS; do
 		echo "ok   test_vipl_$t across hosts"
 	else
 		fail "test_vipl_$t across hosts:"
-		# A sanitizer's report from its start; anything else, its end.
-		grep -m1 -A40 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer" "$log" ||
-			tail -n 15 "$log"
+		vd_ofi_show_failure "$log" 15
 	fi
 done
 

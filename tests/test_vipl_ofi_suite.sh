@@ -38,9 +38,7 @@ run() {
 		echo "ok   test_vipl_$t over ofi$how"
 	else
 		echo "FAIL test_vipl_$t over ofi$how:"
-		# A sanitizer's report from its start; anything else, its end.
-		grep -m1 -A40 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer" "$log" ||
-			tail -n 20 "$log"
+		vd_ofi_show_failure "$log" 20
 		fails=$((fails + 1))
 	fi
 }

@@ -11,3 +11,17 @@ vd_ofi_suppressions() {
 	[ -z "${ASAN_OPTIONS:-}" ] ||
 		export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp"
 }
+
+# What a failed test's log LOG says: a sanitizer's report from its start;
+# for a leak report, which says only that the test left early, what it
+# printed before; anything else, the last N lines.
+vd_ofi_show_failure() {
+	local log=$1 n=$2
+	if grep -q "ERROR: LeakSanitizer" "$log"; then
+		sed -n '/ERROR: LeakSanitizer/q;p' "$log" | tail -n "$n"
+		grep -m1 "SUMMARY: AddressSanitizer" "$log"
+	else
+		grep -m1 -A40 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer" "$log" ||
+			tail -n "$n" "$log"
+	fi
+}

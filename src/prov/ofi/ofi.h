@@ -62,12 +62,17 @@
  * host -- ours included -- could hold a listener's port and fail its
  * bind (47000, the old base, lay inside them). */
 #define VD_OFI_PORT_BASE 20480
+/* A discriminator's listener takes the first free one of this many
+ * ports from its hash on (another process may hold the first: two
+ * discriminators collide, or anything else bound it); a requester asks
+ * them in turn until one knows the discriminator. */
+#define VD_OFI_PORT_PROBES 8u
 #define VD_OFI_ZC_DEPTH 8           /* RDMA transfers a target runs at once per VI */
 #define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
-#define VD_OFI_VERSION 4u
+#define VD_OFI_VERSION 5u
 
 enum vd_ofi_type {
 	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
@@ -207,7 +212,11 @@ struct vd_ofi_listen {
 	unsigned waiters;           /* threads in VipConnectWait on it */
 	struct vd_list reqs;        /* struct vd_conn_req, for them */
 };
-#define VD_OFI_REJ_NO_MATCH 1u      /* vd_ofi_cm.reserved of a REJ */
+/* vd_ofi_cm.reserved of a REJ: the NIC knows the discriminator but
+ * nobody waits on it, or the NIC never listened on it (the port is
+ * another NIC's: the requester tries the discriminator's next port). */
+#define VD_OFI_REJ_NO_MATCH 1u
+#define VD_OFI_REJ_UNKNOWN 2u
 
 /* A VipConnectPeerRequest in progress.  Of the two sides, the one with
  * the larger (host, discriminator) requests, the other accepts. */
@@ -388,6 +397,9 @@ struct vd_ofi_conn {
 	/* Handshake */
 	uint64_t nonce_req, nonce_acc;
 	int hs_state;               /* under on->lock: 0 none, 1 waiting, 2 acc, 3 rej, 4 cfm */
+	bool requesting;            /* ours is the REQ: a lost one is a failed probe */
+	uint8_t probes_sent;        /* under on->lock: ports the REQ went to... */
+	uint8_t probes_failed;      /* ...and how many of them knew nothing of it */
 	struct vd_ofi_cm hs_peer;
 };
 
@@ -469,6 +481,8 @@ void vd_ofi_listeners_free(struct vd_ofi_nic *on);
 void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep,
 		  const struct vd_ofi_hdr *h, const void *payload, fi_addr_t from);
 struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint64_t token);
+/* A REQ of c found no listener: its port counts as one that knew nothing. */
+void vd_ofi_probe_failed(struct vd_ofi_conn *c);
 void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell);
 void vd_ofi_keepalive(struct vd_ofi_nic *on);
 

@@ -27,6 +27,7 @@
 #define PORT_RANGE 4096u
 #define MAX_QUEUED_REQS 64
 #define CFM_TIMEOUT_MS 5000
+#define PROBE_NS 250000000ull   /* a silent port: the next one is asked too */
 
 static uint64_t param(const char *name, uint64_t dflt)
 {
@@ -36,13 +37,15 @@ static uint64_t param(const char *name, uint64_t dflt)
 	return v;
 }
 
-static unsigned disc_port(const uint8_t *d, unsigned n)
+/* The discriminator's port of probe i (0 .. VD_OFI_PORT_PROBES - 1). */
+static unsigned disc_port(const uint8_t *d, unsigned n, unsigned i)
 {
 	uint32_t h = 2166136261u;
 
-	for (unsigned i = 0; i < n; i++)
-		h = (h ^ d[i]) * 16777619u;
-	return (unsigned)param("VIADUCT_OFI_PORT_BASE", VD_OFI_PORT_BASE) + h % PORT_RANGE;
+	for (unsigned k = 0; k < n; k++)
+		h = (h ^ d[k]) * 16777619u;
+	return (unsigned)param("VIADUCT_OFI_PORT_BASE", VD_OFI_PORT_BASE) +
+	       (h + i) % PORT_RANGE;
 }
 
 /* ---- connection table ------------------------------------------------------------------- */
@@ -228,8 +231,9 @@ static struct vd_ofi_listen *listen_find(struct vd_ofi_nic *on, const struct vd_
 }
 
 /* Nobody waits on that discriminator here: the requester gets NO_MATCH
- * at once (VIA clients retry), as over shm. */
-static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req)
+ * at once (VIA clients retry), as over shm -- or, if this NIC never
+ * listened on it, tries the discriminator's next port. */
+static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req, uint32_t why)
 {
 	struct vd_ofi_cm cm;
 	fi_addr_t to;
@@ -237,7 +241,7 @@ static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req)
 	if (av_insert_name(on, req, &to))
 		return;
 	cm_fill(on, NULL, &cm, NULL, NULL);
-	cm.reserved = VD_OFI_REJ_NO_MATCH;
+	cm.reserved = why;
 	cm_seal(on, &cm, "REJ", req->nonce_req);
 	(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, req->conn, req->token, &cm);
 }
@@ -295,7 +299,7 @@ static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_
 		return;
 	li = listen_find(on, ep, cm->want, cm->want_len);
 	if (!li || !li->waiters) {
-		reply_no_match(on, cm);
+		reply_no_match(on, cm, li ? VD_OFI_REJ_NO_MATCH : VD_OFI_REJ_UNKNOWN);
 		return;
 	}
 	for (struct vd_list *l = li->reqs.next; l != &li->reqs; l = l->next)
@@ -330,6 +334,9 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 	if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
 		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req))
 			c->hs_state = 2;
+		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req) &&
+			 cm.reserved == VD_OFI_REJ_UNKNOWN)
+			c->probes_failed++;     /* another NIC's port */
 		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req))
 			c->hs_state = cm.reserved == VD_OFI_REJ_NO_MATCH ? 5 : 3;
 		else if (h->type == VD_OFI_CONN_CFM && cm_valid(on, &cm, "CFM", c->nonce_acc))
@@ -408,7 +415,6 @@ static struct vd_ofi_ep *port_ep(struct vd_ofi_nic *on, unsigned port, int *err)
 	snprintf(svc, sizeof(svc), "%u", port);
 	*err = vd_ofi_ep_open(on, e, svc);
 	if (*err) {
-		vd_log("ofi: cannot listen on port %s: %s", svc, strerror(-*err));
 		vd_ofi_ep_close(e);
 		free(e);
 		return NULL;
@@ -423,11 +429,15 @@ static struct vd_ofi_listen *listener_get(struct vd_ofi_nic *on, const uint8_t *
 					  unsigned n, int *err)
 {
 	struct vd_ofi_listen *li = listen_find(on, NULL, disc, n);
-	struct vd_ofi_ep *e;
+	struct vd_ofi_ep *e = NULL;
 
 	if (li)
 		return li;
-	e = port_ep(on, disc_port(disc, n), err);
+	for (unsigned i = 0; i < VD_OFI_PORT_PROBES && !e; i++)
+		e = port_ep(on, disc_port(disc, n, i), err);
+	if (!e)
+		vd_log("ofi: cannot listen on port %u nor the %u after it: %s",
+		       disc_port(disc, n, 0), VD_OFI_PORT_PROBES - 1, strerror(-*err));
 	li = e ? calloc(1, sizeof(*li)) : NULL;
 	if (!li) {
 		if (e)
@@ -614,32 +624,91 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 	return 0;
 }
 
-static int req_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *local,
-		    const VIP_NET_ADDRESS *remote, struct vd_vi *vi)
+/* The REQ, sealed, for every port it goes to (on->lock held while the
+ * handshake is under way: c is in the table, where the service thread's
+ * keepalive pass reads it). */
+static void req_prepare(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *local,
+			const VIP_NET_ADDRESS *remote, struct vd_vi *vi, struct vd_ofi_cm *cm)
+{
+	cm_fill(on, c, cm, local, vi);
+	cm->want_len = remote->DiscriminatorLen;
+	memcpy(cm->want, disc_of(remote), remote->DiscriminatorLen);
+	c->nonce_req = cm->nonce_req = vd_random64();
+	cm_seal(on, cm, "REQ", 0);
+	c->requesting = true;
+	c->hs_state = 1;
+}
+
+/* The REQ to the discriminator's next port (on->lock held).  A port
+ * nobody could be sent to counts as one that knew nothing of it. */
+static int probe_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *remote,
+		      const struct vd_ofi_cm *cm)
 {
 	char ip[INET_ADDRSTRLEN], port[16];
-	struct vd_ofi_cm cm;
 	fi_addr_t listener;
+	int n;
 
 	inet_ntop(AF_INET, remote->HostAddress, ip, sizeof(ip));
 	snprintf(port, sizeof(port), "%u",
-		 disc_port(remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen));
+		 disc_port(disc_of(remote), remote->DiscriminatorLen, c->probes_sent));
 	pthread_mutex_lock(&on->fab_lock);
-	int n = fi_av_insertsvc(on->av, ip, port, &listener, 0, NULL);
+	n = fi_av_insertsvc(on->av, ip, port, &listener, 0, NULL);
 	pthread_mutex_unlock(&on->fab_lock);
 	if (n != 1)
 		return -EHOSTUNREACH;
-	cm_fill(on, c, &cm, local, vi);
-	cm.want_len = remote->DiscriminatorLen;
-	memcpy(cm.want, remote->HostAddress + remote->HostAddressLen, remote->DiscriminatorLen);
-	c->nonce_req = cm.nonce_req = vd_random64();
-	cm_seal(on, &cm, "REQ", 0);
-	/* Under the lock: c is in the table, where the service thread's
-	 * keepalive pass reads it. */
-	pthread_mutex_lock(&on->lock);
-	c->hs_state = 1;
-	pthread_mutex_unlock(&on->lock);
-	return cm_send(on, listener, c, VD_OFI_CONN_REQ, 0, 0, &cm);
+	c->probes_sent++;
+	if (cm_send(on, listener, c, VD_OFI_CONN_REQ, 0, 0, cm))
+		c->probes_failed++;
+	return 0;
+}
+
+void vd_ofi_probe_failed(struct vd_ofi_conn *c)
+{
+	pthread_mutex_lock(&c->on->lock);
+	c->probes_failed++;
+	pthread_cond_broadcast(&c->on->cond);
+	pthread_mutex_unlock(&c->on->lock);
+}
+
+static bool probe_moved(void *arg)
+{
+	struct vd_ofi_conn *c = arg;
+
+	return hs_moved(c) || c->probes_failed >= c->probes_sent;
+}
+
+/* Ask the discriminator's ports in turn (on->lock held): the next one
+ * once every port asked knew nothing of it (another NIC's listener said
+ * so, or nothing listens there), or after PROBE_NS of silence.  A slow
+ * listener may still answer then: its answer counts wherever it comes
+ * from, since every port gets the same REQ. */
+static int req_wait(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *remote,
+		    const struct vd_ofi_cm *cm, uint64_t deadline)
+{
+	uint64_t slice_end = 0;
+
+	while (!hs_moved(c)) {
+		bool none_knew = c->probes_failed >= c->probes_sent;
+		bool more = c->probes_sent < VD_OFI_PORT_PROBES;
+		uint64_t until = deadline;
+		int err;
+
+		if (more && (none_knew || vd_now_ns() >= slice_end)) {
+			err = probe_send(on, c, remote, cm);
+			if (err)
+				return err;
+			slice_end = vd_now_ns() + PROBE_NS;
+			continue;
+		}
+		if (none_knew)
+			return -ENOENT;
+		if (more && (!until || until > slice_end))
+			until = slice_end;
+		err = wait_until(on, probe_moved, c, until);
+		if (err && until == deadline)
+			return err;
+	}
+	return 0;
 }
 
 static void peer_attrs(const struct vd_ofi_cm *cm, VIP_VI_ATTRIBUTES *a)
@@ -673,14 +742,14 @@ int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 {
 	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
 	struct vd_ofi_conn *c = conn_new(on, vi);
+	struct vd_ofi_cm cm;
 	int err;
 
 	if (!c)
 		return -ENOMEM;
-	err = req_send(on, c, local, remote, vi);
 	pthread_mutex_lock(&on->lock);
-	if (!err)
-		err = wait_until(on, hs_moved, c, deadline_of(timeout_ms));
+	req_prepare(on, c, local, remote, vi, &cm);
+	err = req_wait(on, c, remote, &cm, deadline_of(timeout_ms));
 	if (!err && (atomic_load(&c->broken) || c->hs_state == 5))
 		err = -ENOENT;          /* nobody listens or waits there */
 	else if (!err && c->hs_state == 3)

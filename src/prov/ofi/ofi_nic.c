@@ -606,6 +606,9 @@ static void on_completion(struct vd_ofi_nic *on, void *ctx, size_t len, int err)
 	case OP_TX:
 		if (op->conn && op->tx_slot)
 			vd_ofi_on_tx_done(op->conn, op->tx_slot - 1, err);
+		else if (op->conn && err &&
+			 ((struct vd_ofi_hdr *)op->buf)->type == VD_OFI_CONN_REQ)
+			vd_ofi_probe_failed(op->conn);  /* nothing listens there */
 		else if (op->conn && err)
 			vd_ofi_conn_break(op->conn, VIP_ERROR_CONN_LOST, false);
 		vd_ofi_tx_put(on, op);

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A discriminator's listener port is taken by someone else, and the
+ * connection is made all the same.  Over ofi a listener's port comes
+ * from a hash of its discriminator, so two processes on one host whose
+ * discriminators collide -- or anything else bound to that port -- must
+ * not keep a server from listening (it used to fail VipConnectWait) nor
+ * a client from finding it.
+ *
+ * Phase 1: a plain socket holds the port of discriminator X; the child
+ * listens on X, the parent connects to X.
+ * Phase 2: the parent's own NIC listens on Y, whose port is X's; the
+ * child (a new NIC) listens on X again, and the parent's request for X,
+ * which first reaches the parent's own listener, finds the child.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "viptest.h"
+
+static char disc_x[32], disc_y[32];
+
+/* The provider's port choice for a discriminator (ofi_conn.c): FNV-1a
+ * of its bytes, mod 4096, above the port base.  The test checks below
+ * that the collision it builds is real, so a different choice in the
+ * provider fails it rather than passing it unseen. */
+static unsigned disc_port(const char *d)
+{
+	uint32_t h = 2166136261u;
+	const char *base = getenv("VIADUCT_OFI_PORT_BASE");
+
+	for (size_t i = 0; d[i]; i++)
+		h = (h ^ (uint8_t)d[i]) * 16777619u;
+	return (unsigned)(base && *base ? atoi(base) : 20480) + h % 4096u;
+}
+
+/* A plain TCP socket bound (not listening) to port, or -1 if in use. */
+static int hold_port(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static VIP_VI_HANDLE new_vi(VIP_NIC_HANDLE nic)
+{
+	VIP_VI_ATTRIBUTES va = vt_vi_attrs(nic, VIP_SERVICE_RELIABLE_DELIVERY);
+	VIP_VI_HANDLE vi;
+
+	VT_OK(VipCreateVi(nic, &va, NULL, NULL, &vi));
+	return vi;
+}
+
+static void vi_done(VIP_VI_HANDLE vi)
+{
+	VipDisconnect(vi);
+	VT_OK(VipDestroyVi(vi));
+}
+
+static int child_main(void *arg)
+{
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+
+	(void)arg;
+	for (int phase = 1; phase <= 2; phase++) {
+		VDT_CHECK(vt_sync(vt_fd) == 0);         /* the port is held */
+		VT_OK(VipOpenNic("ofi", &nic));
+		vi = new_vi(nic);
+		VT_OK(vt_server_accept(nic, vi, disc_x, 10000));
+		VDT_CHECK(vt_sync(vt_fd) == 0);         /* both connected */
+		vi_done(vi);
+		VT_OK(VipCloseNic(nic));
+	}
+	return 0;
+}
+
+/* Phase 2's holder: this NIC's listener for Y, left bound by a wait
+ * that times out. */
+static void listen_on_y(VIP_NIC_HANDLE nic)
+{
+	VIP_NET_ADDRESS *local = vt_addr(nic, disc_y);
+	VIP_NET_ADDRESS *remote = calloc(1, sizeof(*remote) + 128);
+	VIP_VI_ATTRIBUTES ra;
+	VIP_CONN_HANDLE conn;
+
+	VDT_CHECK(local && remote);
+	VT_EXPECT(VipConnectWait(nic, local, 1, remote, &ra, &conn), VIP_TIMEOUT);
+	free(local);
+	free(remote);
+}
+
+static int parent_main(void *arg)
+{
+	unsigned port = disc_port(disc_x);
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	int fd = hold_port(port);
+
+	(void)arg;
+	VDT_CHECK(fd >= 0);
+	VT_OK(VipOpenNic("ofi", &nic));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vi = new_vi(nic);
+	VT_OK(vt_client_connect(nic, vi, disc_x, 10000));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vi_done(vi);
+	printf("ok: port %u held by a plain socket: X's server listens and is found\n", port);
+
+	close(fd);
+	listen_on_y(nic);
+	fd = hold_port(port);
+	VDT_CHECK_EQ(fd, -1);                   /* Y's listener holds X's port */
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vi = new_vi(nic);
+	VT_OK(vt_client_connect(nic, vi, disc_x, 10000));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vi_done(vi);
+	VT_OK(VipCloseNic(nic));
+	printf("ok: port %u held by a listener for %s: X's server listens and is found\n",
+	       port, disc_y);
+	return 0;
+}
+
+/* X with a port nothing holds, and Y with the same port. */
+static int pick_discs(void)
+{
+	int fd = -1;
+
+	for (int n = 0; n < 64 && fd < 0; n++) {
+		snprintf(disc_x, sizeof(disc_x), "px%d.%d", n, (int)getpid());
+		fd = hold_port(disc_port(disc_x));
+	}
+	if (fd < 0)
+		return -1;
+	close(fd);
+	for (int n = 0; n < 1000000; n++) {
+		snprintf(disc_y, sizeof(disc_y), "py%d.%d", n, (int)getpid());
+		if (disc_port(disc_y) == disc_port(disc_x))
+			return 0;
+	}
+	return -1;
+}
+
+/* Argument: the libfabric provider (tcp, meaning tcp;ofi_rxm, or net). */
+int main(int argc, char **argv)
+{
+	VIP_NIC_HANDLE nic;
+
+	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+	setenv("VIADUCT_OFI_PROVIDER", argc > 1 ? argv[1] : "tcp", 1);
+	VDT_SKIP_IF(VipOpenNic("ofi", &nic) != VIP_SUCCESS, "the ofi provider cannot open here");
+	VT_OK(VipCloseNic(nic));
+	VDT_CHECK(pick_discs() == 0);
+	return vt_fork2(parent_main, child_main, NULL, 60);
+}
