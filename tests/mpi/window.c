@@ -9,6 +9,7 @@
  */
 #include "mpitest.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #define WIN 100
@@ -17,6 +18,26 @@
 static unsigned char pattern(int round, int k, size_t i)
 {
 	return (unsigned char)(round * 31 + k * 7 + (int)i);
+}
+
+/* Which message's bytes a wrong one holds, to tell a message delivered
+ * twice or to the wrong receive from bytes overwritten. */
+static const char *whose(const unsigned char *m, size_t len, int round)
+{
+	static char buf[64];
+
+	for (int r = round - 2; r <= round + 2; r++)
+		for (int k = 0; k < WIN && r >= 0; k++) {
+			size_t i = 0;
+
+			while (i < len && m[i] == pattern(r, k, i))
+				i++;
+			if (i == len) {
+				snprintf(buf, sizeof(buf), "all of round %d's message %d", r, k);
+				return buf;
+			}
+		}
+	return "no message's bytes";
 }
 
 static void one_round(int round, size_t len, unsigned char *sb, unsigned char *rb)
@@ -35,10 +56,14 @@ static void one_round(int round, size_t len, unsigned char *sb, unsigned char *r
 				 MPI_COMM_WORLD, &req[WIN + k]));
 	MPI_OK(MPI_Waitall(2 * WIN, req, MPI_STATUSES_IGNORE));
 	for (int k = 0; k < WIN; k++)
-		for (size_t i = 0; i < len; i++)
-			if (!CHECK(rb[(size_t)k * len + i] == pattern(round, k, i),
-				   "round %d message %d byte %zu", round, k, i))
+		for (size_t i = 0; i < len; i++) {
+			const unsigned char *m = rb + (size_t)k * len;
+
+			if (!CHECK(m[i] == pattern(round, k, i),
+				   "round %d message %d byte %zu: %#x, not %#x (%s)", round, k,
+				   i, m[i], pattern(round, k, i), whose(m, len, round)))
 				return;
+		}
 }
 
 int main(int argc, char **argv)
