@@ -4,9 +4,10 @@
 # spread over several hosts uses for every pair): point to point, many
 # messages in flight, collectives, communicators, under the default
 # protocols and forced eager, get and rendezvous (an RDMA write with
-# immediate data under flow control waits for the target's receive).
+# immediate data under flow control waits for the target's receive), and
+# pipelined.
 . "$(dirname "$0")/mpi/runlib.sh"
-mt_need p2p p2p_nb window coll comm nbc
+mt_need p2p p2p_nb p2p_pipe window coll comm nbc
 mt_need_ofi
 export VIADUCT_MPI_NET=ofi VIADUCT_OFI_PROVIDER=tcp
 for n in 2 3; do
@@ -21,6 +22,11 @@ for n in 2 3; do
 	# idle check fails on a rank that cannot sleep there.
 	mt_run "p2p over ofi (net)" "$n" VIADUCT_OFI_PROVIDER=net -- p2p
 	mt_run "window over ofi (net)" "$n" VIADUCT_OFI_PROVIDER=net -- window
+	# Pipelined across hosts: p2p_pipe's own cases (every message up to
+	# its 128 KiB in parts), and p2p with every message above 1 KiB.
+	mt_run "p2p_pipe over ofi" "$n" VIADUCT_MPI_NET_PIPELINE_MAX=131072 -- p2p_pipe
+	mt_run "p2p over ofi, pipelined from 1 KiB" "$n" VIADUCT_MPI_NET_EAGER_MAX=1024 \
+		VIADUCT_MPI_NET_PIPELINE_MAX=16m -- p2p
 done
 # What a rank keeps resident after MPI_Init over the fabric: 165 MiB when
 # rxm sized its connections' receive queues from the tcp provider's
