@@ -280,6 +280,7 @@ static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeo
 			   bool spin)
 {
 	struct cq_set s = { .n = n };
+	uint64_t spin_ns = spin ? vd_spin_ns() : 0;
 
 	if (!cqs || n == 0 || n > VIADUCT_CQ_SET_MAX)
 		return VIP_INVALID_PARAMETER;
@@ -294,11 +295,9 @@ static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeo
 		 * fabric's fd), without handing progress to another thread. */
 		struct cq_waiter w = { s.cq[0], cqs[0], NULL, NULL, true };
 
-		return spin ? vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout) :
-			      vd_poll_wait_spin(cq_any_poll, cq_sleep_fn, &w, timeout, 0);
+		return vd_poll_wait_spin(cq_any_poll, cq_sleep_fn, &w, timeout, spin_ns);
 	}
-	return spin ? vd_poll_wait(cq_set_poll, cq_set_sleep, &s, timeout) :
-		      vd_poll_wait_spin(cq_set_poll, cq_set_sleep, &s, timeout, 0);
+	return vd_poll_wait_spin(cq_set_poll, cq_set_sleep, &s, timeout, spin_ns);
 }
 
 VIP_RETURN viaduct_cq_wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeout)

@@ -88,8 +88,7 @@ int vd_timeout_ms(VIP_ULONG timeout_ms)
 	return timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms;
 }
 
-/* How long *Wait polls before sleeping (VIADUCT_SPIN_US, default 20). */
-static uint64_t spin_ns(void)
+uint64_t vd_spin_ns(void)
 {
 	static _Atomic int64_t cached = -1;
 	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
@@ -107,7 +106,7 @@ static uint64_t spin_ns(void)
 VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			void *arg, VIP_ULONG timeout)
 {
-	return vd_poll_wait_spin(poll, sleep, arg, timeout, spin_ns());
+	return vd_poll_wait_spin(poll, sleep, arg, timeout, vd_spin_ns());
 }
 
 VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),

@@ -51,6 +51,8 @@ int vd_timeout_ms(VIP_ULONG timeout_ms);
  * -ETIMEDOUT, spurious returns allowed) until the timeout (ms). */
 VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			void *arg, VIP_ULONG timeout);
+/* How long *Wait polls before sleeping: VIADUCT_SPIN_US (default 20). */
+uint64_t vd_spin_ns(void);
 /* Same, spinning for spin_ns instead (0: one poll, then sleep). */
 VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			     void *arg, VIP_ULONG timeout, uint64_t spin_ns);

@@ -7,7 +7,8 @@
  *  - a zero-copy send naming a key that exposes nothing;
  *  - a zero-copy send whose request is the wrong size;
  *  - message-ring messages past the credit the receiver gave;
- *  - a ring credit for messages the receiver never sent;
+ *  - a ring credit for messages the receiver never sent, on its own and
+ *    riding on a ring message;
  *  - a DONE and an RDMA read answer for operations never issued;
  *  - a send that starts in the middle.
  * Each time the victim breaks that one connection (its VI leaves
@@ -24,13 +25,14 @@
 #include "prov/ofi/ofi.h"
 
 enum attack {
-	ZC_BAD_KEY, ZC_BAD_SIZE, RING_OVER_CREDIT, RING_FALSE_CREDIT, STRAY_DONE,
-	STRAY_READ_DATA, SEND_MID_START, NR_ATTACKS
+	ZC_BAD_KEY, ZC_BAD_SIZE, RING_OVER_CREDIT, RING_FALSE_CREDIT, RING_FALSE_RIDER,
+	STRAY_DONE, STRAY_READ_DATA, SEND_MID_START, NR_ATTACKS
 };
 
 static const char *const names[NR_ATTACKS] = {
 	"zero-copy send with a key that exposes nothing", "zero-copy request of the wrong size",
 	"ring messages past the credit", "ring credit for nothing sent",
+	"ring message carrying a credit for nothing sent",
 	"DONE for no operation", "RDMA read answer for no read", "send starting mid-way",
 };
 
@@ -83,6 +85,15 @@ static void attack(struct vd_ofi_conn *c, enum attack k)
 	case RING_FALSE_CREDIT:
 		craft(c, VD_OFI_RING_CREDIT, 0, 0, 4096, 0, NULL, 0);
 		break;
+	case RING_FALSE_RIDER: {
+		struct vd_ofi_hdr h;
+
+		vd_ofi_hdr_init(c, &h, VD_OFI_RING, 0);
+		h.flags = VD_OFI_F_CREDIT;
+		h.c = 4096;
+		VDT_CHECK(vd_ofi_send_msg(c->on, c->peer, c, &h, junk, 64, 0) == 0);
+		break;
+	}
 	case STRAY_DONE:
 		craft(c, VD_OFI_DONE, 7, 0, 0, 0, NULL, 0);
 		break;

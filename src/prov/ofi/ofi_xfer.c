@@ -470,6 +470,13 @@ static bool zq_overlaps(const struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 	return false;
 }
 
+/* A zero-copy request as only a faithful peer sends it. */
+static bool zc_request_ok(const struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
+{
+	return c->zc && h->len == sizeof(struct vd_ofi_zc) && h->c == 0 &&
+	       h->d <= VD_MAX_TRANSFER && (h->flags & VD_OFI_F_LAST);
+}
+
 static bool zq_may_join(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
 {
 	bool write = h->type == VD_OFI_RDMAW;
@@ -478,8 +485,7 @@ static bool zq_may_join(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd
 		return false;
 	if (!c->on->zc_ordered && (!write || zq_overlaps(c, h)))
 		return false;
-	return h->len == sizeof(struct vd_ofi_zc) && h->d <= VD_MAX_TRANSFER &&
-	       rdma_check(vi, h->a, h->b, h->d, write) == 0;
+	return zc_request_ok(c, h) && rdma_check(vi, h->a, h->b, h->d, write) == 0;
 }
 
 enum zc_start { ZC_RUNS, ZC_AGAIN, ZC_ANSWERED };
@@ -492,8 +498,7 @@ static enum zc_start zq_start(struct vd_vi *vi, struct vd_ofi_conn *c, const str
 	bool write = h->type == VD_OFI_RDMAW;
 	struct vd_ofi_zc z;
 
-	if (!c->zc || h->len != sizeof(z) || h->c != 0 || h->d > VD_MAX_TRANSFER ||
-	    !(h->flags & VD_OFI_F_LAST)) {
+	if (!zc_request_ok(c, h)) {
 		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return ZC_ANSWERED;
 	}
