@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "util/copy.h"
 
 enum proto { P_EAGER, P_GET, P_RNDV, P_PIPE };
 
@@ -330,7 +331,7 @@ static void match_eager(struct vd_req *r, int peer, const struct vd_msg *m,
 	size_t n = (size_t)r->st.vd_count_lo;
 
 	if (n && r->t->contig)
-		memcpy(r->buf, payload, n);
+		vd_copy(r->buf, payload, n);
 	else if (n)
 		vd_dtype_unpack(r->t, payload, n, r->buf);
 	if (m->flags & VD_MSGF_SYNC) {
@@ -474,12 +475,12 @@ static void inbound_put(struct inbound *in, const void *data, size_t n)
 	if (n > in->len - in->off)
 		n = in->len - in->off;          /* a peer's excess: dropped */
 	if (in->u) {
-		memcpy((char *)in->u->payload + in->off, data, n);
+		vd_copy((char *)in->u->payload + in->off, data, n);
 	} else {
 		size_t cap = (size_t)in->r->st.vd_count_lo;
 		if (in->off < cap)
-			memcpy((char *)in->r->data + in->off, data,
-			       n < cap - in->off ? n : cap - in->off);
+			vd_copy((char *)in->r->data + in->off, data,
+				n < cap - in->off ? n : cap - in->off);
 	}
 	in->off += n;
 	if (in->off < in->len)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "util/copy.h"
 
 static struct vd_req **reqs;            /* index = handle - 1 */
 static uint32_t nreqs, cap;
@@ -223,7 +224,7 @@ struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payl
 		u->payload = malloc(plen);
 		if (!u->payload)
 			vd_pmi_abort(MPI_ERR_NO_MEM, "viaduct MPI: out of memory for a message");
-		memcpy(u->payload, payload, plen);
+		vd_copy(u->payload, payload, plen);
 	}
 	u->next = NULL;
 	*unexp_tail = u;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "prov/ofi/ofi.h"
+#include "util/copy.h"
 
 #define OFI_API FI_VERSION(1, 17)
 
@@ -476,7 +477,7 @@ int vd_ofi_send_msg2(struct vd_ofi_nic *on, fi_addr_t to, struct vd_ofi_conn *ow
 	if (l1)
 		memcpy(op->buf + sizeof(*h), p1, l1);
 	if (l2)
-		memcpy(op->buf + sizeof(*h) + l1, p2, l2);
+		vd_copy(op->buf + sizeof(*h) + l1, p2, l2);
 	if (owner)
 		atomic_store_explicit(&owner->last_tx_ns, vd_now_ns(), memory_order_relaxed);
 	err = vd_ofi_post(on, op, sizeof(*h) + l1 + l2, to);

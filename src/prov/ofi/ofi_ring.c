@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "prov/ofi/ofi.h"
+#include "util/copy.h"
 
 #define RING_MASK ((uint64_t)VD_OFI_RING_BYTES - 1)
 #define WRAP_MARK 1u
@@ -167,7 +168,7 @@ void vd_ofi_rx_ring(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		memcpy(r->buf + (r->wpos & RING_MASK), &wrap, sizeof(wrap));
 	}
 	memcpy(r->buf + (start & RING_MASK), &e, sizeof(e));
-	memcpy(r->buf + (start & RING_MASK) + sizeof(e), p, h->len);
+	vd_copy(r->buf + (start & RING_MASK) + sizeof(e), p, h->len);
 	r->wpos = start + units;
 	r->unread++;
 	vi->stats.recvs++;

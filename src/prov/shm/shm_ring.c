@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "prov/shm/shm.h"
+#include "util/copy.h"
 
 #define HDR_BYTES sizeof(struct vd_ring_hdr)
 
@@ -147,7 +148,7 @@ int vd_shm_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen,
 	line = line_at(c->tx_msg, c->msg_lines, at);
 	memcpy(line + HDR_BYTES, hdr, hlen);
 	if (len)
-		memcpy(line + HDR_BYTES + hlen, data, len);
+		vd_copy(line + HDR_BYTES + hlen, data, len);
 	mark_lines(c, at, need, clean_next);
 	publish(line, (uint32_t)total, at);
 	if (pad) {      /* after the message: the reader jumps straight to it */

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util/copy.h: the payload copy equals memcpy at every size around its
+ * loop's bounds and chunk (2 KiB, 256 KiB, multiples of 64 and one
+ * byte either side), from and to every alignment of a cache line, and
+ * writes nothing outside the destination -- on each of its paths (AVX2
+ * where the CPU has it, SSE2, memcpy).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vdtest.h"
+#include "util/copy.h"
+
+#define GUARD 64
+#define MAXN (VD_COPY_LOOP_MAX + 256)
+
+static uint8_t *src, *dst;
+
+typedef void copy_fn(void *d, const void *s, size_t n);
+
+static void copy_any(void *d, const void *s, size_t n)
+{
+	vd_copy(d, s, n);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static void copy_sse2(void *d, const void *s, size_t n)
+{
+	vd_copy_sse2(d, s, n);
+}
+
+static void copy_avx2(void *d, const void *s, size_t n)
+{
+	vd_copy_avx2(d, s, n);
+}
+#endif
+
+/* One copy of n bytes at the given offsets; 0 if exact. */
+static int one(copy_fn *f, size_t n, size_t so, size_t doff)
+{
+	uint8_t *d = dst + GUARD + doff;
+
+	memset(dst, 0xee, MAXN + 3 * GUARD);
+	f(d, src + so, n);
+	if (memcmp(d, src + so, n))
+		return 1;
+	for (size_t i = 0; i < GUARD + doff; i++)
+		if (dst[i] != 0xee)
+			return 2;
+	for (size_t i = 0; i < GUARD; i++)
+		if (d[n + i] != 0xee)
+			return 2;
+	return 0;
+}
+
+static void sizes(copy_fn *f, const char *name)
+{
+	static const size_t base[] = { 0, 1, 63, 64, 65, 2047, 2048, 2049, 4096, 8191, 8192,
+				       16384 + 64, 32728, VD_COPY_LOOP_MAX - 64,
+				       VD_COPY_LOOP_MAX, VD_COPY_LOOP_MAX + 1 };
+	int bad = 0;
+
+	for (size_t b = 0; b < sizeof(base) / sizeof(base[0]); b++)
+		for (size_t so = 0; so < 64; so += 7)
+			for (size_t doff = 0; doff < 64; doff += 5) {
+				int r = one(f, base[b], so, doff);
+				if (r && bad++ < 5)
+					fprintf(stderr, "%s: %zu bytes, offsets %zu/%zu: %s\n", name,
+						base[b], so, doff,
+						r == 1 ? "wrong bytes" : "wrote outside");
+			}
+	VDT_CHECK_EQ(bad, 0);
+	printf("ok: %s\n", name);
+}
+
+int main(void)
+{
+	src = malloc(MAXN + 64);
+	dst = malloc(MAXN + 3 * GUARD);
+	VDT_CHECK(src && dst);
+	for (size_t i = 0; i < MAXN + 64; i++)
+		src[i] = (uint8_t)(i * 131 + (i >> 8));
+	sizes(copy_any, "vd_copy");
+#if defined(__x86_64__) && defined(__GNUC__)
+	sizes(copy_sse2, "the SSE2 loop");
+	if (vd_copy_avx2_ok())
+		sizes(copy_avx2, "the AVX2 loop");
+	else
+		printf("skip: no AVX2 on this CPU\n");
+#endif
+	free(src);
+	free(dst);
+	return 0;
+}
