@@ -12,6 +12,9 @@
  * Phase 2: the parent's own NIC listens on Y, whose port is X's; the
  * child (a new NIC) listens on X again, and the parent's request for X,
  * which first reaches the parent's own listener, finds the child.
+ * Phase 3: X's port is held by a plain socket and the next one by the
+ * parent's own listener for Z: a peer-to-peer request on X, which shares
+ * that listener, is taken (it failed: the first port's error stuck).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,20 +27,25 @@
 
 #include "viptest.h"
 
-static char disc_x[32], disc_y[32];
+static char disc_x[32], disc_y[32], disc_z[32];
 
 /* The provider's port choice for a discriminator (ofi_conn.c): FNV-1a
  * of its bytes, mod 4096, above the port base.  The test checks below
  * that the collision it builds is real, so a different choice in the
  * provider fails it rather than passing it unseen. */
-static unsigned disc_port(const char *d)
+static unsigned disc_port_at(const char *d, unsigned probe)
 {
 	uint32_t h = 2166136261u;
 	const char *base = getenv("VIADUCT_OFI_PORT_BASE");
 
 	for (size_t i = 0; d[i]; i++)
 		h = (h ^ (uint8_t)d[i]) * 16777619u;
-	return (unsigned)(base && *base ? atoi(base) : 20480) + h % 4096u;
+	return (unsigned)(base && *base ? atoi(base) : 20480) + (h + probe) % 4096u;
+}
+
+static unsigned disc_port(const char *d)
+{
+	return disc_port_at(d, 0);
 }
 
 /* A plain TCP socket bound (not listening) to port, or -1 if in use. */
@@ -48,6 +56,22 @@ static int hold_port(unsigned port)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* The same, listening, and bound even where connections to the port
+ * linger in TIME_WAIT (SO_REUSEADDR; a listener still excludes others). */
+static int hold_port_listening(unsigned port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0)
 		return fd;
 	if (fd >= 0)
 		close(fd);
@@ -87,11 +111,10 @@ static int child_main(void *arg)
 	return 0;
 }
 
-/* Phase 2's holder: this NIC's listener for Y, left bound by a wait
- * that times out. */
-static void listen_on_y(VIP_NIC_HANDLE nic)
+/* A listener for disc on this NIC, left bound by a wait that times out. */
+static void listen_on(VIP_NIC_HANDLE nic, const char *disc)
 {
-	VIP_NET_ADDRESS *local = vt_addr(nic, disc_y);
+	VIP_NET_ADDRESS *local = vt_addr(nic, disc);
 	VIP_NET_ADDRESS *remote = calloc(1, sizeof(*remote) + 128);
 	VIP_VI_ATTRIBUTES ra;
 	VIP_CONN_HANDLE conn;
@@ -100,6 +123,36 @@ static void listen_on_y(VIP_NIC_HANDLE nic)
 	VT_EXPECT(VipConnectWait(nic, local, 1, remote, &ra, &conn), VIP_TIMEOUT);
 	free(local);
 	free(remote);
+}
+
+static int peer_on_shared_port(unsigned port)
+{
+	char peer[32];
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	VIP_NET_ADDRESS *local, *remote;
+	VIP_VI_ATTRIBUTES ra;
+	int fd = hold_port_listening(port);
+
+	VDT_CHECK(fd >= 0);
+	VT_OK(VipOpenNic("ofi", &nic));
+	listen_on(nic, disc_z);                 /* the port after X's */
+	vi = new_vi(nic);
+	/* The lower address accepts: X's side, which listens on X. */
+	snprintf(peer, sizeof(peer), "pz.%d", (int)getpid());
+	local = vt_addr(nic, disc_x);
+	remote = vt_addr(nic, peer);
+	VDT_CHECK(local && remote);
+	VT_OK(VipConnectPeerRequest(vi, local, remote, 100));
+	VT_EXPECT(VipConnectPeerWait(vi, &ra), VIP_TIMEOUT);     /* nobody comes */
+	VT_OK(VipDestroyVi(vi));
+	VT_OK(VipCloseNic(nic));
+	close(fd);
+	free(local);
+	free(remote);
+	printf("ok: port %u held, the next one this NIC's own: a peer request on X is taken\n",
+	       port);
+	return 0;
 }
 
 static int parent_main(void *arg)
@@ -120,7 +173,7 @@ static int parent_main(void *arg)
 	printf("ok: port %u held by a plain socket: X's server listens and is found\n", port);
 
 	close(fd);
-	listen_on_y(nic);
+	listen_on(nic, disc_y);
 	fd = hold_port(port);
 	VDT_CHECK_EQ(fd, -1);                   /* Y's listener holds X's port */
 	VDT_CHECK(vt_sync(vt_fd) == 0);
@@ -131,10 +184,10 @@ static int parent_main(void *arg)
 	VT_OK(VipCloseNic(nic));
 	printf("ok: port %u held by a listener for %s: X's server listens and is found\n",
 	       port, disc_y);
-	return 0;
+	return peer_on_shared_port(port);
 }
 
-/* X with a port nothing holds, and Y with the same port. */
+/* X with a port nothing holds, Y with the same port, Z with the next. */
 static int pick_discs(void)
 {
 	int fd = -1;
@@ -149,7 +202,12 @@ static int pick_discs(void)
 	for (int n = 0; n < 1000000; n++) {
 		snprintf(disc_y, sizeof(disc_y), "py%d.%d", n, (int)getpid());
 		if (disc_port(disc_y) == disc_port(disc_x))
-			return 0;
+			break;
+	}
+	for (int n = 0; n < 1000000; n++) {
+		snprintf(disc_z, sizeof(disc_z), "pz%d.%d", n, (int)getpid());
+		if (disc_port(disc_z) == disc_port_at(disc_x, 1))
+			return disc_port(disc_y) == disc_port(disc_x) ? 0 : -1;
 	}
 	return -1;
 }

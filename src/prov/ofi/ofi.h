@@ -397,7 +397,6 @@ struct vd_ofi_conn {
 	/* Handshake */
 	uint64_t nonce_req, nonce_acc;
 	int hs_state;               /* under on->lock: 0 none, 1 waiting, 2 acc, 3 rej, 4 cfm */
-	bool requesting;            /* ours is the REQ: a lost one is a failed probe */
 	uint8_t probes_sent;        /* under on->lock: ports the REQ went to... */
 	uint8_t probes_failed;      /* ...and how many of them knew nothing of it */
 	struct vd_ofi_cm hs_peer;

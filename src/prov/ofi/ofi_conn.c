@@ -246,6 +246,15 @@ static void reply_no_match(struct vd_ofi_nic *on, const struct vd_ofi_cm *req, u
 	(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, req->conn, req->token, &cm);
 }
 
+/* A port the REQ went to knew nothing of it (on->lock held).  Never more
+ * than the ports asked: a repeated answer (a replay within the same
+ * handshake) must not make the requester give up on ports unasked. */
+static void probe_failed_locked(struct vd_ofi_conn *c)
+{
+	if (c->probes_failed < c->probes_sent)
+		c->probes_failed++;
+}
+
 static const uint8_t *disc_of(const VIP_NET_ADDRESS *a)
 {
 	return a->HostAddress + a->HostAddressLen;
@@ -336,7 +345,7 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 			c->hs_state = 2;
 		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req) &&
 			 cm.reserved == VD_OFI_REJ_UNKNOWN)
-			c->probes_failed++;     /* another NIC's port */
+			probe_failed_locked(c); /* another NIC's port */
 		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req))
 			c->hs_state = cm.reserved == VD_OFI_REJ_NO_MATCH ? 5 : 3;
 		else if (h->type == VD_OFI_CONN_CFM && cm_valid(on, &cm, "CFM", c->nonce_acc))
@@ -435,7 +444,9 @@ static struct vd_ofi_listen *listener_get(struct vd_ofi_nic *on, const uint8_t *
 		return li;
 	for (unsigned i = 0; i < VD_OFI_PORT_PROBES && !e; i++)
 		e = port_ep(on, disc_port(disc, n, i), err);
-	if (!e)
+	if (e)
+		*err = 0;       /* an earlier port's failure is no failure */
+	else
 		vd_log("ofi: cannot listen on port %u nor the %u after it: %s",
 		       disc_port(disc, n, 0), VD_OFI_PORT_PROBES - 1, strerror(-*err));
 	li = e ? calloc(1, sizeof(*li)) : NULL;
@@ -585,10 +596,13 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 	struct vd_ofi_cm cm;
 	int err;
 
-	if (req->cm.reliability != vi->attrs.ReliabilityLevel) {
-		vd_ofi_connect_reject(req);
+	/* The two VIs must agree, as over shm.  A mismatch leaves the
+	 * request as it was: the server may change its VI and accept again
+	 * (VipConnectAccept), the client is not told. */
+	if (req->cm.reliability != vi->attrs.ReliabilityLevel)
 		return -EBADSLT;
-	}
+	if (req->cm.mtu != vi->attrs.MaxTransferSize)
+		return -EMSGSIZE;
 	c = conn_new(on, vi);
 	if (!c || av_insert_name(on, &req->cm, &c->peer)) {
 		if (c)
@@ -635,7 +649,6 @@ static void req_prepare(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_
 	memcpy(cm->want, disc_of(remote), remote->DiscriminatorLen);
 	c->nonce_req = cm->nonce_req = vd_random64();
 	cm_seal(on, cm, "REQ", 0);
-	c->requesting = true;
 	c->hs_state = 1;
 }
 
@@ -665,7 +678,7 @@ static int probe_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NE
 void vd_ofi_probe_failed(struct vd_ofi_conn *c)
 {
 	pthread_mutex_lock(&c->on->lock);
-	c->probes_failed++;
+	probe_failed_locked(c);
 	pthread_cond_broadcast(&c->on->cond);
 	pthread_mutex_unlock(&c->on->lock);
 }
@@ -706,7 +719,11 @@ static int req_wait(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_
 			until = slice_end;
 		err = wait_until(on, probe_moved, c, until);
 		if (err && until == deadline)
-			return err;
+			/* No port has answered for the discriminator.  If
+			 * the first knew nothing of it, nobody was found
+			 * (VIP_NO_MATCH, as before ports were probed); if it
+			 * is silent, a listener there may be slow. */
+			return c->probes_failed ? -ENOENT : err;
 	}
 	return 0;
 }
@@ -893,6 +910,8 @@ static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t un
 		peer_attrs(&r->cm, ra);
 		pthread_mutex_unlock(&on->lock);
 		err = vd_ofi_connect_accept(r, p->vi);
+		if (err == -EBADSLT || err == -EMSGSIZE)
+			vd_ofi_connect_reject(r);       /* nobody to retry it */
 		pthread_mutex_lock(&on->lock);
 		if (err != -ECONNABORTED || (until && vd_now_ns() >= until))
 			return err;
@@ -908,15 +927,26 @@ static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t u
 	int err;
 
 	do {
+		/* Long enough to get past silent ports (PROBE_NS each). */
+		uint64_t now = vd_now_ns(), nap = 10000000u;
+		int ms = (int)(VD_OFI_PORT_PROBES * PROBE_NS / 1000000u);
+
+		if (until && until > now && (until - now) / 1000000u < (uint64_t)ms)
+			ms = (int)((until - now) / 1000000u) + 1;
 		pthread_mutex_unlock(&on->lock);
-		err = vd_ofi_connect_request(p->vi, lo, re, 200, ra);
+		err = vd_ofi_connect_request(p->vi, lo, re, ms, ra);
 		pthread_mutex_lock(&on->lock);
 		if (err != -ENOENT && err != -ETIMEDOUT)
 			return err;
-		if (until && vd_now_ns() + 10000000 >= until)
+		/* Up to the deadline itself: a try that ended earlier is
+		 * not the request's end (vd_ofi_peer_progress). */
+		now = vd_now_ns();
+		if (until && now >= until)
 			return -ETIMEDOUT;
+		if (until && until - now < nap)
+			nap = until - now;
 		pthread_mutex_unlock(&on->lock);
-		usleep(10000);
+		usleep((useconds_t)(nap / 1000u) + 1);
 		pthread_mutex_lock(&on->lock);
 	} while (1);
 }
