@@ -14,7 +14,8 @@
 #   --hosts H     namespace hosts (default 4)
 #   --quick       --ranks "16 64" --reps 1 unless given
 # Environment: MPI_SCALE_TIMEOUT (seconds per run, default 300),
-# MPI_SCALE_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default tcp),
+# MPI_SCALE_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER; default empty:
+# viaduct's own choice, net where libfabric offers tcp;ofi_rxm first),
 # PYTHON.
 #
 # bench/mpi/startup.c ("init": MPI_Init + MPI_Finalize; "ring": one ring
@@ -31,8 +32,8 @@
 #                  --mca plm_rsh_agent AGENT, ob1, btl self,vader,tcp,
 #                  --bind-to none
 #   MPICH          mpiexec.hydra as viaduct-hydra (ch4:ucx)
-# viaduct runs with VIADUCT_OFI_PROVIDER=tcp and VIADUCT_DEBUG=1, whose
-# lines give every rank's PMI requests (put, get, fence) and connections.
+# viaduct runs with VIADUCT_DEBUG=1, whose lines give every rank's PMI
+# requests (put, get, fence) and connections.
 # The libraries alternate within each repetition.  Every run is bounded
 # (MPI_SCALE_TIMEOUT, then killed with whatever it left in the hosts); a
 # timeout or failure is recorded with the last line of its log.  A run
@@ -60,7 +61,10 @@ NHOSTS=4
 QUICK=0
 PYTHON=${PYTHON:-/usr/bin/python3}
 TMO=${MPI_SCALE_TIMEOUT:-300}
-OFI_PROVIDER=${MPI_SCALE_OFI_PROVIDER:-tcp}
+OFI_PROVIDER=${MPI_SCALE_OFI_PROVIDER:-}
+# viaduct's environment: the fabric only when one is named.
+VD_ENV=(VIADUCT_DEBUG=1)
+[ -z "$OFI_PROVIDER" ] || VD_ENV+=(VIADUCT_OFI_PROVIDER="$OFI_PROVIDER")
 FAILED=0
 
 usage() { sed -n 's/^# \{0,1\}//; 7,17p' "${BASH_SOURCE[0]}" >&2; exit 2; }
@@ -164,12 +168,12 @@ launch() {
 	hosts=$(hostlist "$n")
 	case $impl in
 	viaduct)
-		ns_in 0 env VIADUCT_OFI_PROVIDER="$OFI_PROVIDER" VIADUCT_DEBUG=1 timeout -k 5 "$TMO" \
+		ns_in 0 env "${VD_ENV[@]}" timeout -k 5 "$TMO" \
 			"$VDRUN" -H "$hosts" --launch-agent "$AGENT" --oversubscribe \
 			-n "$n" "$prog" "$mode" ;;
 	viaduct-hydra|mpich)
 		local envs=()
-		[ "$impl" = mpich ] || envs=(VIADUCT_OFI_PROVIDER="$OFI_PROVIDER" VIADUCT_DEBUG=1)
+		[ "$impl" = mpich ] || envs=("${VD_ENV[@]}")
 		ns_in 0 env "${envs[@]}" timeout -k 5 "$TMO" mpiexec.hydra -hosts "$hosts" \
 			-launcher ssh -launcher-exec "$AGENT" -n "$n" "$prog" "$mode" ;;
 	openmpi)
@@ -246,7 +250,7 @@ run() {
 	command -v dpkg-query >/dev/null &&
 		echo "context packages $(dpkg-query -W -f '${Package} ${Version}, ' openmpi-bin mpich libucx0 libfabric1 2>/dev/null | sed 's/, $//')"
 	echo "context hosts $NHOSTS namespace hosts on a bridge, $NS_SUBNET"
-	echo "context viaduct_ofi_provider $OFI_PROVIDER"
+	echo "context viaduct_ofi_provider ${OFI_PROVIDER:-default}"
 } >"$RAW"
 echo "== MPI start-up over $NHOSTS namespace hosts; ranks: $RANKS; $REPS run(s); libraries: $IMPLS"
 echo "== load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
