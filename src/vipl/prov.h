@@ -78,7 +78,8 @@ struct vd_prov_ops {
 	int (*peer_progress)(struct vd_vi *vi, int timeout_ms,
 			     VIP_VI_ATTRIBUTES *remote_attrs);
 	/* Tell the peer and drop the connection: stop watching it, unmap,
-	 * vi->conn = NULL.  Called with NO VI lock held (the provider's
+	 * vi->conn = NULL; and cancel a pending peer-to-peer request (then
+	 * vi->conn may be NULL).  Called with NO VI lock held (the provider's
 	 * thread may be inside vd_vi_conn_broken for this VI); the core
 	 * drains delivered data before and flushes after. */
 	void (*disconnect)(struct vd_vi *vi);

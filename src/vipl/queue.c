@@ -322,6 +322,9 @@ void vd_vi_connected(struct vd_vi *vi)
  * connection, flush the rest, back to Idle. */
 void vd_vi_disconnect(struct vd_vi *vi)
 {
+	/* A peer-to-peer request still pending is the provider's to cancel. */
+	bool pending = atomic_load(&vi->state) == VIP_STATE_CONNECT_PENDING;
+
 	/* Leave Connected under both locks first: from then on no data-path
 	 * call uses the connection, and sleepers, once woken, sleep on the
 	 * private words instead of the shared region about to go away. */
@@ -332,10 +335,10 @@ void vd_vi_disconnect(struct vd_vi *vi)
 	atomic_store(&vi->state, VIP_STATE_IDLE);
 	vd_unlock(&vi->rq.lock);
 	vd_unlock(&vi->sq.lock);
-	if (vi->conn) {
+	if (vi->conn)
 		vi->nic->ops->wake(vi);
+	if (vi->conn || pending)
 		vi->nic->ops->disconnect(vi);   /* no VI lock: see the op */
-	}
 	vd_lock(&vi->sq.lock);
 	vd_lock(&vi->rq.lock);
 	flush_locked(vi);

@@ -229,6 +229,7 @@ struct vd_ofi_peer {
 	uint8_t remote[sizeof(VIP_NET_ADDRESS) + VD_OFI_ADDR_LEN + VD_OFI_MAX_DISC];
 	struct vd_ofi_listen *li;   /* accepter: where the request comes */
 	struct vd_list reqs;        /* accepter: the request, once here */
+	bool busy;                  /* a thread is in vd_ofi_peer_progress */
 };
 
 struct vd_ofi_nic {
@@ -476,6 +477,8 @@ int vd_ofi_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *remote_attrs);
 void vd_ofi_disconnect(struct vd_vi *vi);
 void vd_ofi_listeners_free(struct vd_ofi_nic *on);
+/* Pending peer-to-peer requests left at NIC close. */
+void vd_ofi_peers_free(struct vd_ofi_nic *on);
 /* A control message (handshake) arrived; consumes nothing. */
 void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep,
 		  const struct vd_ofi_hdr *h, const void *payload, fi_addr_t from);

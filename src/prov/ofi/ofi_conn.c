@@ -790,10 +790,13 @@ int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 	return 0;
 }
 
+static void peer_cancel(struct vd_ofi_nic *on, struct vd_vi *vi);
+
 void vd_ofi_disconnect(struct vd_vi *vi)
 {
 	struct vd_ofi_conn *c = vi->conn;
 
+	peer_cancel(vd_ofi_nic(vi->nic), vi);
 	if (!c)
 		return;
 	if (!atomic_load(&c->broken)) {
@@ -855,6 +858,25 @@ static void peer_free(struct vd_ofi_peer *p)
 		free(vd_container_of(l, struct vd_conn_req, link));
 	}
 	free(p);
+}
+
+/* A pending peer request of vi's ends with it (VipDisconnect,
+ * VipDestroyVi); one a thread is still inside ends there. */
+static void peer_cancel(struct vd_ofi_nic *on, struct vd_vi *vi)
+{
+	struct vd_ofi_peer *p;
+
+	pthread_mutex_lock(&on->lock);
+	p = peer_of(on, vi);
+	if (p && !p->busy)
+		peer_free(p);
+	pthread_mutex_unlock(&on->lock);
+}
+
+void vd_ofi_peers_free(struct vd_ofi_nic *on)
+{
+	while (on->peers.next != &on->peers)
+		peer_free(vd_container_of(on->peers.next, struct vd_ofi_peer, link));
 }
 
 int vd_ofi_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
@@ -960,10 +982,11 @@ int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *ra
 
 	pthread_mutex_lock(&on->lock);
 	p = peer_of(on, vi);
-	if (!p) {
+	if (!p || p->busy) {
 		pthread_mutex_unlock(&on->lock);
-		return -EINVAL;
+		return p ? -EINPROGRESS : -EINVAL;     /* another thread is at it */
 	}
+	p->busy = true;
 	/* The request's own deadline bounds every wait. */
 	if (p->deadline_ns && (!until || p->deadline_ns < until))
 		until = p->deadline_ns;
@@ -972,6 +995,7 @@ int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *ra
 	err = p->requester ? peer_connect(on, p, until, ra) : peer_accept(on, p, until, ra);
 	if (err == -ETIMEDOUT && (!p->deadline_ns || vd_now_ns() < p->deadline_ns))
 		err = -EINPROGRESS;     /* the request itself has time left */
+	p->busy = false;
 	if (err != -EINPROGRESS)
 		peer_free(p);
 	pthread_mutex_unlock(&on->lock);

@@ -955,6 +955,7 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	atomic_store(&on->stop, true);
 	if (on->service_started)
 		pthread_join(on->service, NULL);
+	vd_ofi_peers_free(on);
 	vd_ofi_listeners_free(on);
 	for (uint32_t i = 0; on->conns && i < on->conns_hwm; i++)
 		if (on->conns[i])
