@@ -89,8 +89,8 @@ static void read_env(void)
  * core will be busy copying those in, and get copies once); across
  * hosts the alternative is rendezvous's six hops, so it pipelines all
  * the same: both directions at once at 32 KiB 1.24 -> 1.42 GB/s, a
- * 2-rank MPI_Allreduce of 64 KiB 117 -> 90 us.  Over the fabric the receiver's
- * RDMA read waits for the sender's progress engine to serve it, the
+ * 2-rank MPI_Allreduce of 64 KiB 117 -> 90 us.  Over the fabric the
+ * receiver's RDMA read waits for the sender's progress engine to serve it, the
  * sender's RDMA write does not: between two namespace hosts over
  * tcp;rxm, half round trips of 2.7-3.8 ms with get against 0.1 ms with
  * rendezvous at 32-128 KiB.  VIADUCT_MPI_LARGE, when given, is obeyed for

@@ -46,13 +46,13 @@ VIP_RETURN vd_ret(int err);                 /* negative errno -> VIP_RETURN */
 uint64_t vd_deadline(VIP_ULONG timeout_ms);
 /* Same, as a provider timeout: -1 infinite, else ms clamped to INT_MAX. */
 int vd_timeout_ms(VIP_ULONG timeout_ms);
+/* How long *Wait polls before sleeping: VIADUCT_SPIN_US (default 20). */
+uint64_t vd_spin_ns(void);
 /* The *Wait loop: poll() until it returns other than VIP_NOT_DONE, for
  * VIADUCT_SPIN_US, then alternate with sleep(arg, deadline) (0 or
  * -ETIMEDOUT, spurious returns allowed) until the timeout (ms). */
 VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			void *arg, VIP_ULONG timeout);
-/* How long *Wait polls before sleeping: VIADUCT_SPIN_US (default 20). */
-uint64_t vd_spin_ns(void);
 /* Same, spinning for spin_ns instead (0: one poll, then sleep). */
 VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			     void *arg, VIP_ULONG timeout, uint64_t spin_ns);

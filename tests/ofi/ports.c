@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,30 +49,19 @@ static unsigned disc_port(const char *d)
 	return disc_port_at(d, 0);
 }
 
-/* A plain TCP socket bound (not listening) to port, or -1 if in use. */
-static int hold_port(unsigned port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				  .sin_addr.s_addr = htonl(INADDR_ANY) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		return fd;
-	if (fd >= 0)
-		close(fd);
-	return -1;
-}
-
-/* The same, listening, and bound even where connections to the port
- * linger in TIME_WAIT (SO_REUSEADDR; a listener still excludes others). */
-static int hold_port_listening(unsigned port)
+/* A plain TCP socket bound to port, or -1 if in use.  Listening, it is
+ * bound even where connections to the port linger in TIME_WAIT
+ * (SO_REUSEADDR; a listener still excludes others); not listening, it
+ * refuses connections. */
+static int hold_port(unsigned port, bool listening)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_ANY) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
-	if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0)
+	if (fd >= 0 &&
+	    (!listening || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0) &&
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && (!listening || listen(fd, 1) == 0))
 		return fd;
 	if (fd >= 0)
 		close(fd);
@@ -132,7 +122,7 @@ static int peer_on_shared_port(unsigned port)
 	VIP_VI_HANDLE vi;
 	VIP_NET_ADDRESS *local, *remote;
 	VIP_VI_ATTRIBUTES ra;
-	int fd = hold_port_listening(port);
+	int fd = hold_port(port, true);
 
 	VDT_CHECK(fd >= 0);
 	VT_OK(VipOpenNic("ofi", &nic));
@@ -160,7 +150,7 @@ static int parent_main(void *arg)
 	unsigned port = disc_port(disc_x);
 	VIP_NIC_HANDLE nic;
 	VIP_VI_HANDLE vi;
-	int fd = hold_port(port);
+	int fd = hold_port(port, false);
 
 	(void)arg;
 	VDT_CHECK(fd >= 0);
@@ -174,7 +164,7 @@ static int parent_main(void *arg)
 
 	close(fd);
 	listen_on(nic, disc_y);
-	fd = hold_port(port);
+	fd = hold_port(port, false);
 	VDT_CHECK_EQ(fd, -1);                   /* Y's listener holds X's port */
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	vi = new_vi(nic);
@@ -194,7 +184,7 @@ static int pick_discs(void)
 
 	for (int n = 0; n < 64 && fd < 0; n++) {
 		snprintf(disc_x, sizeof(disc_x), "px%d.%d", n, (int)getpid());
-		fd = hold_port(disc_port(disc_x));
+		fd = hold_port(disc_port(disc_x), false);
 	}
 	if (fd < 0)
 		return -1;

@@ -343,11 +343,12 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 	if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
 		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req))
 			c->hs_state = 2;
-		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req) &&
-			 cm.reserved == VD_OFI_REJ_UNKNOWN)
-			probe_failed_locked(c); /* another NIC's port */
-		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req))
-			c->hs_state = cm.reserved == VD_OFI_REJ_NO_MATCH ? 5 : 3;
+		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req)) {
+			if (cm.reserved == VD_OFI_REJ_UNKNOWN)
+				probe_failed_locked(c); /* another NIC's port */
+			else
+				c->hs_state = cm.reserved == VD_OFI_REJ_NO_MATCH ? 5 : 3;
+		}
 		else if (h->type == VD_OFI_CONN_CFM && cm_valid(on, &cm, "CFM", c->nonce_acc))
 			c->hs_state = 4;
 		if (c->hs_state != 1)
@@ -671,7 +672,7 @@ static int probe_send(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NE
 		return -EHOSTUNREACH;
 	c->probes_sent++;
 	if (cm_send(on, listener, c, VD_OFI_CONN_REQ, 0, 0, cm))
-		c->probes_failed++;
+		probe_failed_locked(c);
 	return 0;
 }
 
