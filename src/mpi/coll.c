@@ -552,33 +552,23 @@ static uint32_t reduce_scatter_sig(const int *counts, int n, const struct vd_dty
 	return h;
 }
 
-/* On a node's communicator: every member reduces its slice of the whole
- * vector in the shared segment and takes its own piece.  Members whose
- * counts differ (an erroneous program) all fail at the first phase, and
- * the segment's phases stay aligned. */
+/* On a node's communicator: every member reduces its own piece from the
+ * others' contributions in the shared segment.  Members whose counts
+ * differ (an erroneous program) all fail at the first phase, and the
+ * segment's phases stay aligned. */
 static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const int *counts,
 			      int total, MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
 	uint32_t sig = reduce_scatter_sig(counts, c->size, t, op);
-	long long before = 0;
-	void *mem = NULL;
-	char *whole = total ? vd_dtype_scratch(t, total, &mem) : NULL;
-	int err;
+	size_t before = 0;
 
 	if (total == 0)         /* one phase: a member with counts finds out */
 		return vd_coll_code(vd_shm_signed_phase(s, sig));
-	if (!whole) {
-		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
-		return MPI_ERR_NO_MEM;
-	}
 	for (int i = 0; i < c->rank; i++)
-		before += counts[i];
-	err = vd_coll_code(vd_shm_reduce(s, in, whole, total, dt, op, -1, sig));
-	if (!err)
-		vd_dtype_copy(t, whole + before * t->extent, out, counts[c->rank]);
-	free(mem);
-	return err;
+		before += (size_t)counts[i];
+	return vd_coll_code(vd_shm_reduce_scatter(s, in, out, (size_t)total, before,
+						  before + (size_t)counts[c->rank], dt, op, sig));
 }
 
 /* The whole vector is reduced at rank 0 (in rank order, so any op works)

@@ -130,6 +130,11 @@ bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);
  * member must have given (root -1 only), or 0 for none. */
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
 		  MPI_Op op, int root, uint32_t sig);
+/* Reduce_scatter of a vector of `total` elements: this member's piece
+ * is elements [b0, b1), written to out; in == out is in place (in holds
+ * the whole vector).  sig: the signature every member must have given. */
+int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t total,
+			  size_t b0, size_t b1, MPI_Datatype dt, MPI_Op op, uint32_t sig);
 /* Allgather in place: member i's piece is count elements of t at
  * buf + i * count extents; this member's is there already. */
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);

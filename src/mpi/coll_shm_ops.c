@@ -16,6 +16,9 @@
  *    or by the root).  Small chunks skip the second phase: whoever needs
  *    the result reduces the whole chunk itself.  Slots are combined in
  *    rank order, so every member's result is bitwise the same.
+ *  - Reduce_scatter: as Allreduce in one phase per chunk, each member
+ *    reducing only the part of the chunk in its own piece, straight into
+ *    its output.
  *  - Allgather: per chunk every member copies its piece's part into its
  *    slot, then everyone copies all the others' parts out.
  *  - Alltoall: a slot holds one part per destination; per phase every
@@ -116,19 +119,29 @@ struct shm_red {
 	                                 * phase (root -1 only), 0: none */
 };
 
+/* Member j's elements of the chunk from element lo: in its slot, or for
+ * this member at `own` when that is given (its contribution outside the
+ * segment). */
+static const char *contribution(const struct vd_shm *s, const struct shm_red *r, char *area,
+				int j, const char *own, size_t lo)
+{
+	return (j == s->me && own ? own : slot(s, area, j)) + lo * r->esz;
+}
+
 /* out = slot 0 op slot 1 op ... op slot n-1 over elements [lo, hi) of
  * the chunk, accumulated right to left (inout = in op inout); out may be
- * the last slot's own elements. */
+ * the last slot's own elements.  own: as for contribution(). */
 static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *area,
-			 size_t lo, size_t hi, char *out)
+			 size_t lo, size_t hi, char *out, const char *own)
 {
-	const char *last = slot(s, area, s->n - 1) + lo * r->esz;
+	const char *last = contribution(s, r, area, s->n - 1, own, lo);
 	int err = 0;
 
 	if (out != last)
 		memcpy(out, last, (hi - lo) * r->esz);
 	for (int j = s->n - 2; j >= 0 && !err && hi > lo; j--)
-		err = vd_op_apply(r->op, slot(s, area, j) + lo * r->esz, out, (int)(hi - lo), r->dt);
+		err = vd_op_apply(r->op, contribution(s, r, area, j, own, lo), out, (int)(hi - lo),
+				  r->dt);
 	return err;
 }
 
@@ -159,11 +172,12 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 		if (!wants)
 			return 0;
 		err = reduce_wait(s, r, p);
-		return err ? err : combine_slots(s, r, area, 0, m, out);
+		return err ? err : combine_slots(s, r, area, 0, m, out, NULL);
 	}
 	err = reduce_wait(s, r, p);
 	if (!err)
-		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz);
+		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz,
+				    NULL);
 	if (err)
 		return err;
 	p = vd_shm_next(s);
@@ -189,6 +203,70 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 
 		err = reduce_chunk(s, &r, (const char *)in + e0 * r.esz,
 				   wants ? (char *)out + e0 * r.esz : NULL, m);
+		r.sig = 0;      /* the first chunk settled it */
+	}
+	return err;
+}
+
+/* ---- Reduce_scatter ----------------------------------------------------------------- */
+
+/* The part of the chunk [e0, e0 + m) inside [b0, b1), as chunk offsets
+ * [*lo, *hi) (empty: equal). */
+static void overlap(size_t e0, size_t m, size_t b0, size_t b1, size_t *lo, size_t *hi)
+{
+	size_t a = e0 > b0 ? e0 : b0, b = e0 + m < b1 ? e0 + m : b1;
+
+	*lo = a < b ? a - e0 : 0;
+	*hi = a < b ? b - e0 : 0;
+}
+
+/* One chunk, elements [e0, e0 + m) of the whole vector: this member's
+ * contribution goes into its slot -- all but the part inside its own
+ * piece [b0, b1), which nobody else reads (in place all of it: the
+ * results overwrite the input) -- then it reduces that part straight
+ * into out.  One phase; a member without a part in the chunk does not
+ * wait for it, except for the signature at the first. */
+static int scatter_chunk(struct vd_shm *s, const struct shm_red *r, const char *in, char *out,
+			 size_t e0, size_t m, size_t b0, size_t b1, bool in_place)
+{
+	uint32_t p = vd_shm_next(s);
+	size_t lo, hi, esz = r->esz;
+	char *area, *mine;
+	int err = vd_shm_claim(s, p, &area);
+
+	if (err)
+		return err;
+	overlap(e0, m, b0, b1, &lo, &hi);
+	mine = slot(s, area, s->me);
+	in += e0 * esz;
+	if (in_place || lo == hi) {
+		memcpy(mine, in, m * esz);
+	} else {
+		memcpy(mine, in, lo * esz);
+		memcpy(mine + hi * esz, in + hi * esz, (m - hi) * esz);
+	}
+	if (r->sig)     /* next to the publish: one trip of the line */
+		vd_shm_sign(s, p, r->sig);
+	vd_shm_publish(s, p);
+	if (lo == hi && !r->sig)
+		return 0;
+	err = reduce_wait(s, r, p);
+	if (err || lo == hi)
+		return err;
+	return combine_slots(s, r, area, lo, hi, out + (e0 + lo - b0) * esz, in_place ? NULL : in);
+}
+
+int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t total,
+			  size_t b0, size_t b1, MPI_Datatype dt, MPI_Op op, uint32_t sig)
+{
+	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, -1, sig };
+	size_t per = s->slot / r.esz;
+	int err = 0;
+
+	for (size_t e0 = 0; e0 < total && !err; e0 += per) {
+		size_t m = total - e0 < per ? total - e0 : per;
+
+		err = scatter_chunk(s, &r, in, out, e0, m, b0, b1, in == out);
 		r.sig = 0;      /* the first chunk settled it */
 	}
 	return err;

