@@ -144,11 +144,6 @@ int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail
 	fatal(code, fn, detail);
 }
 
-int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
-{
-	return vd_mpi_raise_msg(comm, code, fn, NULL);
-}
-
 
 #pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)

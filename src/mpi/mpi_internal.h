@@ -53,7 +53,13 @@ int vd_mpi_errno(int err);
  * MPI_ERRORS_ARE_FATAL print "viaduct MPI: rank R: fn: <text>" and abort
  * the job (vd_pmi_abort); with MPI_ERRORS_RETURN return code.  MPI_SUCCESS
  * passes through. */
-int vd_mpi_raise(MPI_Comm comm, int code, const char *fn);
+static inline int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
+{
+	/* Inline: every MPI call ends here, nearly always with success. */
+	if (__builtin_expect(code == MPI_SUCCESS, 1))
+		return MPI_SUCCESS;
+	return vd_mpi_raise_msg(comm, code, fn, NULL);
+}
 /* MPI_ERR_OTHER unless MPI is initialised and not finalised. */
 #define VD_MPI_CHECK_RUNNING(fn)                                              \
 	do {                                                                  \

@@ -285,23 +285,25 @@ int vd_waitall(int n, MPI_Request *reqs, MPI_Status *sts)
 
 /* ---- checks ------------------------------------------------------------------------- */
 
-static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt)
+/* *t: dt's type, for the caller to use without looking it up again. */
+static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+			struct vd_dtype **t)
 {
 	if (!c)
 		return MPI_ERR_COMM;
 	if (count < 0)
 		return MPI_ERR_COUNT;
-	if (!vd_dtype_comm(dt))
+	if (!(*t = vd_dtype_comm(dt)))
 		return MPI_ERR_TYPE;
-	if (!vd_dtype_buf_ok(vd_dtype_get(dt), buf, count))
+	if (!vd_dtype_buf_ok(*t, buf, count))
 		return MPI_ERR_BUFFER;
 	return MPI_SUCCESS;
 }
 
-int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
-		      int dest, int tag)
+static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int dest, int tag, struct vd_dtype **t)
 {
-	int e = check_common(c, buf, count, dt);
+	int e = check_common(c, buf, count, dt, t);
 
 	if (e)
 		return e;
@@ -310,6 +312,14 @@ int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatyp
 	if (tag < 0)
 		return MPI_ERR_TAG;
 	return MPI_SUCCESS;
+}
+
+int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int dest, int tag)
+{
+	struct vd_dtype *t;
+
+	return check_send(c, buf, count, dt, dest, tag, &t);
 }
 
 /* Source and tag of a receive or probe (wildcards allowed). */
@@ -324,12 +334,20 @@ int vd_p2p_check_source(struct vd_comm *c, int src, int tag)
 	return MPI_SUCCESS;
 }
 
+static int check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int src, int tag, struct vd_dtype **t)
+{
+	int e = check_common(c, buf, count, dt, t);
+
+	return e ? e : vd_p2p_check_source(c, src, tag);
+}
+
 int vd_p2p_check_recv(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
 		      int src, int tag)
 {
-	int e = check_common(c, buf, count, dt);
+	struct vd_dtype *t;
 
-	return e ? e : vd_p2p_check_source(c, src, tag);
+	return check_recv(c, buf, count, dt, src, tag, &t);
 }
 
 /* ---- MPI: sends and receives --------------------------------------------------------- */
@@ -339,13 +357,14 @@ static int isend_api(const void *buf, int count, MPI_Datatype dt, int dest, int 
 		     const char *fn)
 {
 	struct vd_comm *c = vd_comm_get(comm);
+	struct vd_dtype *t;
 	int e;
 
 	VD_MPI_CHECK_RUNNING(fn);
-	e = vd_p2p_check_send(c, buf, count, dt, dest, tag);
+	e = check_send(c, buf, count, dt, dest, tag, &t);
 	if (!e && !req)
 		e = MPI_ERR_ARG;
-	if (!e && vd_isend(buf, count, dt, dest, tag, c, c->ctx, mode, req))
+	if (!e && vd_isend_type(buf, count, t, dest, tag, c, c->ctx, mode, req))
 		e = MPI_ERR_NO_MEM;
 	if (!e)
 		vd_req_get(*req)->comm = comm;
@@ -359,13 +378,12 @@ static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int 
 		     MPI_Comm comm, const char *fn)
 {
 	struct vd_comm *c = vd_comm_get(comm);
-	const struct vd_dtype *t;
+	struct vd_dtype *t;
 	int peer, err;
 
 	if (__atomic_load_n(&vd_mpi.phase, __ATOMIC_RELAXED) != VD_MPI_RUNNING ||
-	    vd_p2p_check_send(c, buf, count, dt, dest, tag) || dest == MPI_PROC_NULL)
+	    check_send(c, buf, count, dt, dest, tag, &t) || dest == MPI_PROC_NULL)
 		return -1;
-	t = vd_dtype_get(dt);
 	peer = c->world[dest];
 	if (!t->contig || peer == vd_mpi.rank)
 		return -1;
@@ -444,13 +462,14 @@ int PMPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag,
 {
 	VD_API_GUARD();
 	struct vd_comm *c = vd_comm_get(comm);
+	struct vd_dtype *t;
 	int e;
 
 	VD_MPI_CHECK_RUNNING("MPI_Irecv");
-	e = vd_p2p_check_recv(c, buf, count, dt, source, tag);
+	e = check_recv(c, buf, count, dt, source, tag, &t);
 	if (!e && !req)
 		e = MPI_ERR_ARG;
-	if (!e && vd_irecv(buf, count, dt, source, tag, c, c->ctx, req))
+	if (!e && vd_irecv_type(buf, count, t, source, tag, c->ctx, req))
 		e = MPI_ERR_NO_MEM;
 	if (!e)
 		vd_req_get(*req)->comm = comm;

@@ -18,10 +18,11 @@
 /* ---- stubs for what errh.c / env.c / type_attr.c provide in the library --- */
 struct vd_mpi_world vd_mpi = { .phase = VD_MPI_RUNNING, .size = 1 };
 static int last_raised;
-int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
+int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail)
 {
 	(void)comm;
 	(void)fn;
+	(void)detail;
 	last_raised = code;
 	return code;
 }
