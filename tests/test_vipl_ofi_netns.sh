@@ -27,12 +27,23 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 log=$(mktemp)
 trap 'rm -f "$log"; vd_netns_cleanup' EXIT
+# Until host $1 has a listener on the ofi provider's ports (base 20480,
+# 4096 of them; its server is the only process there): a loaded machine
+# may take seconds to start a process, and a sender that comes first
+# meets a closed port.
+listening() {
+	for _ in $(seq 300); do
+		[ -n "$(vd_in "$1" ss -Hltn '( sport >= :20480 and sport < :24576 )')" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # 1. netpair, after a hostile process sent the server's listener garbage,
 #    well-formed headers for guessed connections and forged requests
 vd_in A timeout 60 "$T/ofi_netpair" server np >"$log.s" 2>&1 &
 spid=$!
-sleep 0.3
+listening A || fail "netpair server: no listener after 30 s"
 vd_in B timeout 60 "$T/ofi_netpair" hostile "$VD_IP_A" np >"$log" 2>&1 ||
 	fail "hostile sender: $(cat "$log")"
 if vd_in B timeout 60 "$T/ofi_netpair" client "$VD_IP_A" np >"$log" 2>&1 && wait $spid; then
@@ -59,7 +70,7 @@ done
 # 3. the wrong job key: no connection
 vd_in A timeout 60 "$T/ofi_netpair" server nk >/dev/null 2>&1 &
 spid=$!
-sleep 0.3
+listening A || fail "wrong key: no listener after 30 s"
 if vd_in B env VIADUCT_JOB_KEY=00112233445566778899aabbccddeeff \
 	timeout 60 "$T/ofi_netpair" probe "$VD_IP_A" nk 2000 >"$log" 2>&1; then
 	echo "ok   a process without the job key is not connected"
