@@ -548,7 +548,7 @@ int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 	if (ready(s, who, p))
 		return wait_outcome(s);
 	start = checked = now_ns();
-	budget = vd_spin_budget_ns();
+	budget = vd_coll_spin_budget_ns();
 	for (unsigned i = 1; !ready(s, who, p); i++) {
 		if (!(i & 15) && now_ns() - start >= budget)
 			goto yield;

@@ -67,6 +67,21 @@ uint64_t vd_spin_budget_ns(void)
 	return spin_ns();
 }
 
+/* A node-local collective waits for members on this host only: when
+ * they outnumber the CPUs, the one waited for needs our CPU, so the wait
+ * yields at once instead of spinning first (4 ranks on 2 CPUs: Barrier
+ * 6.7 -> 5.2 us, 8-byte Allreduce 7.1 -> 5.5).  VIADUCT_MPI_SPIN_US,
+ * when given, is obeyed. */
+uint64_t vd_coll_spin_budget_ns(void)
+{
+	static int crowded = -1;
+
+	if (crowded < 0)
+		crowded = vd_place_local_ranks() > host_cpus() &&
+			  !getenv("VIADUCT_MPI_SPIN_US");
+	return crowded ? 0 : spin_ns();
+}
+
 /* While a transfer across hosts is under way (VIADUCT_MPI_SPIN_XFER_US,
  * default 1 ms): its data comes in pieces as the fabric delivers them,
  * and over tcp each piece moves only while someone polls (manual
