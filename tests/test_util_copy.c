@@ -72,6 +72,15 @@ static void sizes(copy_fn *f, const char *name)
 						base[b], so, doff,
 						r == 1 ? "wrong bytes" : "wrote outside");
 			}
+	/* every size of the small copies (up to 64) and past them */
+	for (size_t n = 0; n <= 130; n++)
+		for (size_t so = 0; so < 64; so += 7)
+			for (size_t doff = 0; doff < 64; doff += 5) {
+				int r = one(f, n, so, doff);
+				if (r && bad++ < 5)
+					fprintf(stderr, "%s: %zu bytes, offsets %zu/%zu: %s\n", name,
+						n, so, doff, r == 1 ? "wrong bytes" : "wrote outside");
+			}
 	VDT_CHECK_EQ(bad, 0);
 	printf("ok: %s\n", name);
 }
