@@ -537,7 +537,7 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
 
-/* ---- Reduce_scatter(_block): reduce to 0, then scatter ------------------------------------ */
+/* ---- Reduce_scatter(_block): in a node's segment, else reduce to 0 and scatter ------------ */
 
 /* What every member of a Reduce_scatter must agree on: the counts (all
  * of them: equal totals split differently are as wrong), the element

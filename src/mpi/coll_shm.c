@@ -17,7 +17,8 @@
  * member that could not map it sends pid 0 and everyone falls back to
  * the point to point algorithms.
  *
- * Waiting spins for the engine's spin budget, yields the CPU for a while
+ * Waiting spins for the engine's spin budget (none on a host whose ranks
+ * outnumber its CPUs: vd_coll_spin_budget_ns), yields the CPU for a while
  * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
  * word (shared between processes, so not FUTEX_PRIVATE): when members
  * outnumber the CPUs, the one waited for needs this CPU, and a publisher

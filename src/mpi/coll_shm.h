@@ -132,7 +132,10 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 		  MPI_Op op, int root, uint32_t sig);
 /* Reduce_scatter of a vector of `total` elements: this member's piece
  * is elements [b0, b1), written to out; in == out is in place (in holds
- * the whole vector).  sig: the signature every member must have given. */
+ * the whole vector).  sig: the signature every member must have given.
+ * 0, an error of vd_shm_wait / vd_shm_wait_signed, or (as from
+ * vd_shm_reduce) an MPI_ERR_* of the op, which vd_shm_reduce_fits
+ * rules out. */
 int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t total,
 			  size_t b0, size_t b1, MPI_Datatype dt, MPI_Op op, uint32_t sig);
 /* Allgather in place: member i's piece is count elements of t at

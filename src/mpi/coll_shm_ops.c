@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * viaduct MPI: Barrier, Bcast, Reduce, Allreduce and Allgather through a
- * node-local communicator's shared segment (coll_shm.h describes the
+ * viaduct MPI: Barrier, Bcast, Reduce, Allreduce, Reduce_scatter,
+ * Allgather and Alltoall through a node-local communicator's shared segment (coll_shm.h describes the
  * phases).
  *
  *  - Barrier: one phase; every member publishes it and waits for all.

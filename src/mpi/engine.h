@@ -164,7 +164,8 @@ void vd_req_status(const struct vd_req *r, MPI_Status *st);
 void vd_empty_status(MPI_Status *st);
 /* How long a blocking wait polls before it sleeps (VIADUCT_MPI_SPIN_US). */
 uint64_t vd_spin_budget_ns(void);
-/* The same for a node-local collective's wait (coll_shm.c). */
+/* The same for a node-local collective's wait (coll_shm.c): 0 when the
+ * host's ranks outnumber its CPUs and VIADUCT_MPI_SPIN_US is not set. */
 uint64_t vd_coll_spin_budget_ns(void);
 /* Poll the engine until pred(arg) holds, sleeping when idle. */
 void vd_wait_until(bool (*pred)(void *), void *arg);

@@ -36,8 +36,8 @@ struct vd_mpi_world {
 };
 extern struct vd_mpi_world vd_mpi;
 
-/* errh.c: vd_mpi_raise, and with MPI_ERRORS_ARE_FATAL the message also
- * gets ": detail". */
+/* errh.c: as vd_mpi_raise (below), and with MPI_ERRORS_ARE_FATAL the
+ * message also gets ": detail". */
 int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail);
 /* env.c: 0 (and *mh if not NULL) if [addr, addr+len) lies inside one
  * MPI_Alloc_mem region; -ENOENT otherwise. */

@@ -309,6 +309,42 @@ static void test_merge(void)
 	MPI_Type_free(&s);
 }
 
+/* The kernels are vector loops with a scalar tail: every length around
+ * the vector widths, at odd offsets, against an element-by-element
+ * reference, and with in and inout the same buffer (as MPI allows). */
+#define LEN_MAX 70
+
+static void test_op_lengths(void)
+{
+	int32_t xi[LEN_MAX + 3], yi[LEN_MAX + 3], ri[LEN_MAX + 3];
+	float xf[LEN_MAX + 3], yf[LEN_MAX + 3], rf[LEN_MAX + 3];
+	int bad = 0;
+
+	for (int n = 0; n <= LEN_MAX; n++) {
+		for (int off = 0; off < 3; off++) {
+			for (int i = 0; i < LEN_MAX + 3; i++) {
+				xi[i] = (int32_t)(i * 7919 - 40000);
+				yi[i] = ri[i] = (int32_t)(i * 104729 + 3);
+				xf[i] = (float)i * 0.5f - 9.0f;
+				yf[i] = rf[i] = (float)(i % 11) * 3.0f;
+			}
+			for (int i = off; i < off + n; i++) {
+				ri[i] = (int32_t)((uint32_t)xi[i] + (uint32_t)ri[i]);
+				rf[i] = xf[i] > rf[i] ? xf[i] : rf[i];
+			}
+			bad += vd_op_apply(MPI_SUM, xi + off, yi + off, n, MPI_INT32_T) != 0;
+			bad += vd_op_apply(MPI_MAX, xf + off, yf + off, n, MPI_FLOAT) != 0;
+			bad += memcmp(yi, ri, sizeof(yi)) != 0 || memcmp(yf, rf, sizeof(yf)) != 0;
+			/* the same buffer as in and inout: y = y + y */
+			for (int i = off; i < off + n; i++)
+				ri[i] = (int32_t)((uint32_t)ri[i] * 2u);
+			bad += vd_op_apply(MPI_SUM, yi + off, yi + off, n, MPI_INT32_T) != 0;
+			bad += memcmp(yi, ri, sizeof(yi)) != 0;
+		}
+	}
+	CHECK(bad == 0);
+}
+
 int main(void)
 {
 	vd_dtype_init();
@@ -317,6 +353,7 @@ int main(void)
 	test_derived();
 	test_merge();
 	test_ops();
+	test_op_lengths();
 	test_ops_derived();
 	test_user_ops();
 	vd_dtype_finalize();

@@ -327,85 +327,145 @@ static int hold(const char *host, const char *disc)
  * at the listener of DISC.  The server must drop them all and serve the
  * honest client afterwards.  The port is the provider's: base + FNV-1a
  * of the discriminator mod 4096 (ofi_conn.c). */
-static int hostile(const char *host, const char *disc)
-{
-	struct fi_info *hints = fi_allocinfo(), *info;
+struct hostile {
+	struct fi_info *hints, *info;
 	struct fid_fabric *fab;
 	struct fid_domain *dom;
 	struct fid_av *av;
 	struct fid_cq *cq;
 	struct fid_ep *ep;
+	fi_addr_t to;
+	int done;                       /* sends completed */
+	bool failed;                    /* one completed with an error */
+};
+
+static void hostile_open(struct hostile *x, const char *host, const char *port)
+{
 	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_CONTEXT, .size = 1024 };
 	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	char limit[16];
+
+	/* rxm refuses a connection whose eager limit differs from its own:
+	 * the provider's (ofi_nic.c, which also leaves a user's setting). */
+	snprintf(limit, sizeof(limit), "%u", (unsigned)VD_OFI_MSG_MAX);
+	setenv("FI_OFI_RXM_EAGER_LIMIT", limit, 0);
+	x->hints = fi_allocinfo();
+	CHECK(x->hints);
+	x->hints->ep_attr->type = FI_EP_RDM;
+	x->hints->caps = FI_MSG;
+	/* The listener's family: an IPv6 endpoint's connects to it fail at
+	 * once (EINVAL). */
+	x->hints->addr_format = FI_SOCKADDR_IN;
+	x->hints->fabric_attr->prov_name = strdup("tcp");
+	/* Asked for the destination, libfabric picks the interface that
+	 * routes there; asked for nothing, it may pick the loopback one,
+	 * from which connects to another host fail at once (EINVAL). */
+	CHECK(fi_getinfo(FI_VERSION(1, 17), host, port, 0, x->hints, &x->info) == 0);
+	CHECK(fi_fabric(x->info->fabric_attr, &x->fab, NULL) == 0);
+	CHECK(fi_domain(x->fab, x->info, &x->dom, NULL) == 0);
+	CHECK(fi_av_open(x->dom, &aa, &x->av, NULL) == 0 &&
+	      fi_cq_open(x->dom, &ca, &x->cq, NULL) == 0);
+	CHECK(fi_endpoint(x->dom, x->info, &x->ep, NULL) == 0);
+	CHECK(fi_ep_bind(x->ep, &x->av->fid, 0) == 0 &&
+	      fi_ep_bind(x->ep, &x->cq->fid, FI_TRANSMIT | FI_RECV) == 0);
+	CHECK(fi_enable(x->ep) == 0);
+	CHECK(fi_av_insertsvc(x->av, host, port, &x->to, 0, NULL) == 1);
+}
+
+/* Count finished sends; false on a send that failed (nothing arrived). */
+static bool hostile_reap(struct hostile *x)
+{
+	struct fi_cq_entry e[16];
+	struct fi_cq_err_entry err = { 0 };
+	ssize_t n = fi_cq_read(x->cq, e, 16);
+
+	if (n > 0)
+		x->done += (int)n;
+	if (n != -FI_EAVAIL)
+		return true;
+	(void)fi_cq_readerr(x->cq, &err, 0);
+	fprintf(stderr, "hostile: a send failed: %s\n", fi_strerror(err.err));
+	x->failed = true;
+	return false;
+}
+
+/* Message i: random bytes, from the 200th on with a header that parses
+ * (every type, a guessed connection and token). */
+static size_t hostile_msg(uint8_t *msg, size_t cap, int i)
+{
+	size_t n = (size_t)rand() % cap;
+
+	for (size_t k = 0; k < n; k++)
+		msg[k] = (uint8_t)rand();
+	if (i >= 200 && n >= sizeof(struct vd_ofi_hdr)) {
+		struct vd_ofi_hdr fh = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
+					 .type = (uint8_t)(1 + i % (VD_OFI_TYPE_MAX - 1)),
+					 .len = (uint32_t)(n - sizeof(fh)) };
+
+		memcpy(&fh.conn, msg + 4, sizeof(fh.conn));
+		memcpy(&fh.token, msg + 8, sizeof(fh.token));
+		memcpy(msg, &fh, sizeof(fh));
+	}
+	return n;
+}
+
+static void hostile_close(struct hostile *x)
+{
+	fi_close(&x->ep->fid);
+	fi_close(&x->cq->fid);
+	fi_close(&x->av->fid);
+	fi_close(&x->dom->fid);
+	fi_close(&x->fab->fid);
+	fi_freeinfo(x->info);
+	fi_freeinfo(x->hints);
+}
+
+/* All 600 must be sent and complete within 20 s: a send that cannot go
+ * out (no listener, a refused connection) fails the run instead of
+ * passing it with nothing delivered. */
+static int hostile(const char *host, const char *disc)
+{
+	enum { COUNT = 600 };
+	struct hostile x = { 0 };
 	uint32_t h = 2166136261u;
 	char port[16];
-	fi_addr_t to;
 	uint8_t msg[512];
-	uint64_t t0;
+	uint64_t give_up = now_ms() + 20000;
+	int sent = 0, last_err = 0;
+	ssize_t r;
 
 	for (const char *p = disc; *p; p++)
 		h = (h ^ (uint8_t)*p) * 16777619u;
-	/* rxm refuses a connection whose eager limit differs from its own:
-	 * the provider's (ofi_nic.c), or nothing would arrive. */
-	snprintf(port, sizeof(port), "%u", (unsigned)VD_OFI_MSG_MAX);
-	setenv("FI_OFI_RXM_EAGER_LIMIT", port, 1);
-	snprintf(port, sizeof(port), "%u", 20480 + h % 4096);      /* VD_OFI_PORT_BASE */
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG;
-	/* The listener's family: an IPv6 endpoint's connects to it fail at
-	 * once (EINVAL), and nothing would arrive. */
-	hints->addr_format = FI_SOCKADDR_IN;
-	hints->fabric_attr->prov_name = strdup("tcp");
-	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0);
-	/* No source address: libfabric's pick may be the loopback one, from
-	 * which connects to another host fail at once (EINVAL). */
-	free(info->src_addr);
-	info->src_addr = NULL;
-	info->src_addrlen = 0;
-	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0);
-	CHECK(fi_domain(fab, info, &dom, NULL) == 0);
-	CHECK(fi_av_open(dom, &aa, &av, NULL) == 0 && fi_cq_open(dom, &ca, &cq, NULL) == 0);
-	CHECK(fi_endpoint(dom, info, &ep, NULL) == 0);
-	CHECK(fi_ep_bind(ep, &av->fid, 0) == 0 && fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0);
-	CHECK(fi_enable(ep) == 0);
-	CHECK(fi_av_insertsvc(av, host, port, &to, 0, NULL) == 1);
-	t0 = now_ms();
+	snprintf(port, sizeof(port), "%u", VD_OFI_PORT_BASE + h % 4096);
+	hostile_open(&x, host, port);
 	srand(7);
-	for (int i = 0; i < 600; i++) {
-		size_t n = (size_t)rand() % sizeof(msg);
-		for (size_t k = 0; k < n; k++)
-			msg[k] = (uint8_t)rand();
-		if (i >= 200 && n >= sizeof(struct vd_ofi_hdr)) {      /* a header that parses */
-			struct vd_ofi_hdr fh = { .magic = VD_OFI_MAGIC, .version = VD_OFI_VERSION,
-						.type = (uint8_t)(1 + i % (VD_OFI_TYPE_MAX - 1)),
-						.len = (uint32_t)(n - sizeof(fh)) };
+	while (x.done < COUNT && !x.failed && now_ms() < give_up) {
+		if (sent < COUNT) {
+			size_t n = hostile_msg(msg, sizeof(msg), sent);
 
-			memcpy(&fh.conn, msg + 4, 12);   /* guessed connection and token */
-			memcpy(msg, &fh, sizeof(fh));
-		}
-		while (fi_send(ep, msg, n, NULL, to, NULL) == -FI_EAGAIN) {
-			struct fi_cq_entry e;
-			(void)fi_cq_read(cq, &e, 1);
-			if (now_ms() - t0 > 20000) {
-				fprintf(stderr, "hostile: %s port %s took only %d messages in 20 s\n",
-					host, port, i);
-				return 1;
+			while ((r = fi_send(x.ep, msg, n, NULL, x.to, NULL)) == -FI_EAGAIN &&
+			       hostile_reap(&x) && now_ms() < give_up)
+				;
+			if (r == 0) {
+				sent++;
+			} else if (r != -FI_EAGAIN) {
+				/* A listener that is up may not take connections
+				 * yet (the server is still starting): again. */
+				last_err = (int)-r;
+				usleep(10000);
 			}
 		}
+		if (!hostile_reap(&x))
+			break;
 	}
-	for (int i = 0; i < 1000; i++) {       /* let them go out */
-		struct fi_cq_entry e;
-		(void)fi_cq_read(cq, &e, 1);
-		usleep(1000);
+	hostile_close(&x);
+	if (x.done < COUNT) {
+		fprintf(stderr, "hostile: %s port %s: %d of %d messages sent, %d completed%s%s\n",
+			host, port, sent, COUNT, x.done, last_err ? "; last error: " : "",
+			last_err ? fi_strerror(last_err) : "");
+		return 1;
 	}
-	printf("hostile: 600 messages sent\n");
-	fi_close(&ep->fid);
-	fi_close(&cq->fid);
-	fi_close(&av->fid);
-	fi_close(&dom->fid);
-	fi_close(&fab->fid);
-	fi_freeinfo(info);
-	fi_freeinfo(hints);
+	printf("hostile: %d messages sent\n", COUNT);
 	return 0;
 }
 
