@@ -230,6 +230,13 @@ struct vd_ofi_peer {
 	struct vd_ofi_listen *li;   /* accepter: where the request comes */
 	struct vd_list reqs;        /* accepter: the request, once here */
 	bool busy;                  /* a thread is in vd_ofi_peer_progress */
+	/* Requester: the handshake under way.  It outlives the call that
+	 * began it: VipConnectPeerDone looks for a millisecond, and an
+	 * answer that takes longer must still find the request. */
+	struct vd_ofi_conn *hs;
+	struct vd_ofi_cm hs_cm;     /* its sealed REQ */
+	uint64_t hs_slice_end;      /* when its current port counts as silent */
+	uint64_t hs_retry_ns;       /* no listener found: not again before */
 };
 
 struct vd_ofi_nic {

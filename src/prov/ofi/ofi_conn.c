@@ -697,27 +697,25 @@ static bool probe_moved(void *arg)
  * listener may still answer then: its answer counts wherever it comes
  * from, since every port gets the same REQ. */
 static int req_wait(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *remote,
-		    const struct vd_ofi_cm *cm, uint64_t deadline)
+		    const struct vd_ofi_cm *cm, uint64_t deadline, uint64_t *slice_end)
 {
-	uint64_t slice_end = 0;
-
 	while (!hs_moved(c)) {
 		bool none_knew = c->probes_failed >= c->probes_sent;
 		bool more = c->probes_sent < VD_OFI_PORT_PROBES;
 		uint64_t until = deadline;
 		int err;
 
-		if (more && (none_knew || vd_now_ns() >= slice_end)) {
+		if (more && (none_knew || vd_now_ns() >= *slice_end)) {
 			err = probe_send(on, c, remote, cm);
 			if (err)
 				return err;
-			slice_end = vd_now_ns() + PROBE_NS;
+			*slice_end = vd_now_ns() + PROBE_NS;
 			continue;
 		}
 		if (none_knew)
 			return -ENOENT;
-		if (more && (!until || until > slice_end))
-			until = slice_end;
+		if (more && (!until || until > *slice_end))
+			until = *slice_end;
 		err = wait_until(on, probe_moved, c, until);
 		if (err && until == deadline)
 			/* No port has answered for the discriminator.  If
@@ -754,20 +752,11 @@ static int req_finish(struct vd_ofi_nic *on, struct vd_ofi_conn *c)
 	return cm_send(on, c->peer, c, VD_OFI_CONN_CFM, c->peer_conn, c->peer_token, &cm);
 }
 
-int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
-			   const VIP_NET_ADDRESS *remote, int timeout_ms,
-			   VIP_VI_ATTRIBUTES *remote_attrs)
+/* The end of vi's handshake c, whose req_wait returned err (on->lock
+ * held; let go): confirmed and attached, or dropped. */
+static int req_conclude(struct vd_ofi_nic *on, struct vd_ofi_conn *c, struct vd_vi *vi,
+			int err, VIP_VI_ATTRIBUTES *remote_attrs)
 {
-	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
-	struct vd_ofi_conn *c = conn_new(on, vi);
-	struct vd_ofi_cm cm;
-	int err;
-
-	if (!c)
-		return -ENOMEM;
-	pthread_mutex_lock(&on->lock);
-	req_prepare(on, c, local, remote, vi, &cm);
-	err = req_wait(on, c, remote, &cm, deadline_of(timeout_ms));
 	if (!err && (atomic_load(&c->broken) || c->hs_state == 5))
 		err = -ENOENT;          /* nobody listens or waits there */
 	else if (!err && c->hs_state == 3)
@@ -789,6 +778,24 @@ int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
 	}
 	conn_attach(vi, c);
 	return 0;
+}
+
+int vd_ofi_connect_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
+			   const VIP_NET_ADDRESS *remote, int timeout_ms,
+			   VIP_VI_ATTRIBUTES *remote_attrs)
+{
+	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
+	struct vd_ofi_conn *c = conn_new(on, vi);
+	struct vd_ofi_cm cm;
+	uint64_t slice_end = 0;
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_lock(&on->lock);
+	req_prepare(on, c, local, remote, vi, &cm);
+	err = req_wait(on, c, remote, &cm, deadline_of(timeout_ms), &slice_end);
+	return req_conclude(on, c, vi, err, remote_attrs);
 }
 
 static void peer_cancel(struct vd_ofi_nic *on, struct vd_vi *vi);
@@ -850,8 +857,12 @@ static struct vd_ofi_peer *peer_of(struct vd_ofi_nic *on, struct vd_vi *vi)
 	return NULL;
 }
 
-static void peer_free(struct vd_ofi_peer *p)
+/* Free p (on->lock held).  Its handshake under way, if any, is the
+ * caller's to drop once the lock is let go (conn_drop takes it). */
+static struct vd_ofi_conn *peer_free(struct vd_ofi_peer *p)
 {
+	struct vd_ofi_conn *hs = p->hs;
+
 	vd_list_del(&p->link);
 	while (p->reqs.next != &p->reqs) {
 		struct vd_list *l = p->reqs.next;
@@ -859,25 +870,33 @@ static void peer_free(struct vd_ofi_peer *p)
 		free(vd_container_of(l, struct vd_conn_req, link));
 	}
 	free(p);
+	return hs;
 }
 
 /* A pending peer request of vi's ends with it (VipDisconnect,
  * VipDestroyVi); one a thread is still inside ends there. */
 static void peer_cancel(struct vd_ofi_nic *on, struct vd_vi *vi)
 {
+	struct vd_ofi_conn *hs = NULL;
 	struct vd_ofi_peer *p;
 
 	pthread_mutex_lock(&on->lock);
 	p = peer_of(on, vi);
 	if (p && !p->busy)
-		peer_free(p);
+		hs = peer_free(p);
 	pthread_mutex_unlock(&on->lock);
+	if (hs)
+		conn_drop(hs);
 }
 
 void vd_ofi_peers_free(struct vd_ofi_nic *on)
 {
-	while (on->peers.next != &on->peers)
-		peer_free(vd_container_of(on->peers.next, struct vd_ofi_peer, link));
+	while (on->peers.next != &on->peers) {
+		struct vd_ofi_conn *hs =
+			peer_free(vd_container_of(on->peers.next, struct vd_ofi_peer, link));
+		if (hs)
+			conn_drop(hs);
+	}
 }
 
 int vd_ofi_peer_request(struct vd_vi *vi, const VIP_NET_ADDRESS *local,
@@ -941,43 +960,73 @@ static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t un
 	}
 }
 
-/* The requesting side: a request now and then until the other side
- * waits for it (NO_MATCH before that). */
+/* Begin the requester's handshake (on->lock held). */
+static int peer_hs_start(struct vd_ofi_nic *on, struct vd_ofi_peer *p)
+{
+	struct vd_ofi_conn *c;
+
+	pthread_mutex_unlock(&on->lock);
+	c = conn_new(on, p->vi);
+	pthread_mutex_lock(&on->lock);
+	if (!c)
+		return -ENOMEM;
+	req_prepare(on, c, (const void *)p->local, (const void *)p->remote, p->vi, &p->hs_cm);
+	p->hs = c;
+	p->hs_slice_end = 0;
+	return 0;
+}
+
+/* All the discriminator's ports were asked and none knew it: nobody
+ * waits there (yet). */
+static bool hs_nobody(const struct vd_ofi_conn *c)
+{
+	return c->probes_sent >= VD_OFI_PORT_PROBES && c->probes_failed >= c->probes_sent;
+}
+
+/* The requesting side (on->lock held, and on return): its handshake,
+ * begun by this call or an earlier one, until an answer or `until`; a
+ * new one 10 ms after the last found nobody.  -ETIMEDOUT with the
+ * handshake still under way. */
 static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
 			VIP_VI_ATTRIBUTES *ra)
 {
-	const VIP_NET_ADDRESS *lo = (const void *)p->local, *re = (const void *)p->remote;
-	int err;
+	const VIP_NET_ADDRESS *re = (const void *)p->remote;
 
-	do {
-		/* Long enough to get past silent ports (PROBE_NS each). */
-		uint64_t now = vd_now_ns(), nap = 10000000u;
-		int ms = (int)(VD_OFI_PORT_PROBES * PROBE_NS / 1000000u);
+	for (;;) {
+		struct vd_ofi_conn *c;
+		uint64_t now = vd_now_ns();
+		int err;
 
-		if (until && until > now && (until - now) / 1000000u < (uint64_t)ms)
-			ms = (int)((until - now) / 1000000u) + 1;
-		pthread_mutex_unlock(&on->lock);
-		err = vd_ofi_connect_request(p->vi, lo, re, ms, ra);
-		pthread_mutex_lock(&on->lock);
-		if (err != -ENOENT && err != -ETIMEDOUT)
+		if (!p->hs && now < p->hs_retry_ns) {
+			if (until && until <= now)
+				return -ETIMEDOUT;
+			uint64_t nap = until && until < p->hs_retry_ns ? until - now
+								       : p->hs_retry_ns - now;
+			pthread_mutex_unlock(&on->lock);
+			usleep((useconds_t)(nap / 1000u) + 1);
+			pthread_mutex_lock(&on->lock);
+			continue;
+		}
+		if (!p->hs && (err = peer_hs_start(on, p)))
 			return err;
-		/* Up to the deadline itself: a try that ended earlier is
-		 * not the request's end (vd_ofi_peer_progress). */
-		now = vd_now_ns();
-		if (until && now >= until)
-			return -ETIMEDOUT;
-		if (until && until - now < nap)
-			nap = until - now;
-		pthread_mutex_unlock(&on->lock);
-		usleep((useconds_t)(nap / 1000u) + 1);
+		c = p->hs;
+		err = req_wait(on, c, re, &p->hs_cm, until, &p->hs_slice_end);
+		if (err == -ETIMEDOUT || (err == -ENOENT && !hs_nobody(c) && !hs_moved(c)))
+			return -ETIMEDOUT;      /* still under way: a later call goes on */
+		p->hs = NULL;
+		err = req_conclude(on, c, p->vi, err, ra);
 		pthread_mutex_lock(&on->lock);
-	} while (1);
+		if (err != -ENOENT)
+			return err;
+		p->hs_retry_ns = vd_now_ns() + 10000000u;
+	}
 }
 
 int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *ra)
 {
 	struct vd_ofi_nic *on = vd_ofi_nic(vi->nic);
 	uint64_t until = deadline_of(timeout_ms);
+	struct vd_ofi_conn *hs = NULL;
 	struct vd_ofi_peer *p;
 	int err;
 
@@ -998,7 +1047,9 @@ int vd_ofi_peer_progress(struct vd_vi *vi, int timeout_ms, VIP_VI_ATTRIBUTES *ra
 		err = -EINPROGRESS;     /* the request itself has time left */
 	p->busy = false;
 	if (err != -EINPROGRESS)
-		peer_free(p);
+		hs = peer_free(p);
 	pthread_mutex_unlock(&on->lock);
+	if (hs)
+		conn_drop(hs);
 	return err;
 }
