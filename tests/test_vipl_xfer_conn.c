@@ -252,6 +252,7 @@ static int c_side(void *arg)
 	mine = vt_addr(s.nic, vt_is_child ? disc_b : disc_a);
 	theirs = vt_peer_addr(s.nic, vt_is_child ? disc_a : disc_b);
 	post_recv(&s, &dm, &bm, 0);
+	VDT_CHECK(vt_sync(vt_fd) == 0);   /* the bound below is the connection's alone */
 	VT_OK(VipConnectPeerRequest(s.vi, mine, theirs, 10000));
 	if (vt_is_child) {
 		uint64_t t0 = vt_now_ms();

@@ -236,6 +236,7 @@ struct vd_ofi_peer {
 	struct vd_ofi_conn *hs;
 	struct vd_ofi_cm hs_cm;     /* its sealed REQ */
 	uint64_t hs_slice_end;      /* when its current port counts as silent */
+	uint64_t hs_begun_ns;       /* when it began */
 	uint64_t hs_retry_ns;       /* no listener found: not again before */
 };
 
@@ -405,6 +406,7 @@ struct vd_ofi_conn {
 	/* Handshake */
 	uint64_t nonce_req, nonce_acc;
 	int hs_state;               /* under on->lock: 0 none, 1 waiting, 2 acc, 3 rej, 4 cfm */
+	uint64_t hs_acc_ns;         /* under on->lock: when the ACC came */
 	uint8_t probes_sent;        /* under on->lock: ports the REQ went to... */
 	uint8_t probes_failed;      /* ...and how many of them knew nothing of it */
 	struct vd_ofi_cm hs_peer;

@@ -276,8 +276,9 @@ static bool peer_take(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct 
 		    memcmp(cm->disc, disc_of(re), re->DiscriminatorLen))
 			continue;
 		if (p->reqs.next != &p->reqs) {
-			/* A repeat: the requester gave up on the one queued
-			 * (its tries are short) and waits on this one. */
+			/* A repeat: the same REQ to another port, or the
+			 * requester began again (hs_stale) and waits on this
+			 * one. */
 			r = vd_container_of(p->reqs.next, struct vd_conn_req, link);
 			r->cm = *cm;
 			return true;
@@ -341,8 +342,10 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 	}
 	c = h->conn < on->nconns ? on->conns[h->conn] : NULL;
 	if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
-		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req))
+		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req)) {
 			c->hs_state = 2;
+			c->hs_acc_ns = vd_now_ns();
+		}
 		else if (h->type == VD_OFI_CONN_REJ && cm_valid(on, &cm, "REJ", c->nonce_req)) {
 			if (cm.reserved == VD_OFI_REJ_UNKNOWN)
 				probe_failed_locked(c); /* another NIC's port */
@@ -639,9 +642,8 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 	return 0;
 }
 
-/* The REQ, sealed, for every port it goes to (on->lock held while the
- * handshake is under way: c is in the table, where the service thread's
- * keepalive pass reads it). */
+/* The REQ, sealed, for every port it goes to (on->lock held: c is in
+ * the table, where the service thread's keepalive pass reads it). */
 static void req_prepare(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *local,
 			const VIP_NET_ADDRESS *remote, struct vd_vi *vi, struct vd_ofi_cm *cm)
 {
@@ -937,7 +939,8 @@ static bool peer_has_req(void *arg)
 
 /* The accepting side: the request, then the usual accept.  An accept
  * whose requester had already given up on that request (no CONFIRM) is
- * not the end: its newer request comes. */
+ * not the end: its newer request comes (the requester begins again
+ * after PORT_PROBES x PROBE_NS of silence). */
 static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
 		       VIP_VI_ATTRIBUTES *ra)
 {
@@ -960,7 +963,8 @@ static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t un
 	}
 }
 
-/* Begin the requester's handshake (on->lock held). */
+/* Begin the requester's handshake (on->lock held; let go around
+ * conn_new, which takes it). */
 static int peer_hs_start(struct vd_ofi_nic *on, struct vd_ofi_peer *p)
 {
 	struct vd_ofi_conn *c;
@@ -973,7 +977,23 @@ static int peer_hs_start(struct vd_ofi_nic *on, struct vd_ofi_peer *p)
 	req_prepare(on, c, (const void *)p->local, (const void *)p->remote, p->vi, &p->hs_cm);
 	p->hs = c;
 	p->hs_slice_end = 0;
+	p->hs_begun_ns = vd_now_ns();
 	return 0;
+}
+
+/* A handshake to begin again (on->lock held): silent for as long as a
+ * blocking request's try lasts (the accepter may have dropped the REQ
+ * unanswered: cancelled, asked again, died), or answered so long ago
+ * that the accepter has stopped waiting for the confirmation (the
+ * requester polled again only later) -- confirming it would leave a
+ * connection only this side believes in. */
+static bool hs_stale(const struct vd_ofi_conn *c, uint64_t begun_ns)
+{
+	uint64_t now = vd_now_ns();
+
+	if (c->hs_state == 1 && !atomic_load(&c->broken))
+		return now - begun_ns >= VD_OFI_PORT_PROBES * PROBE_NS;
+	return c->hs_state == 2 && now - c->hs_acc_ns >= CFM_TIMEOUT_MS / 2 * 1000000ull;
 }
 
 /* All the discriminator's ports were asked and none knew it: nobody
@@ -985,8 +1005,8 @@ static bool hs_nobody(const struct vd_ofi_conn *c)
 
 /* The requesting side (on->lock held, and on return): its handshake,
  * begun by this call or an earlier one, until an answer or `until`; a
- * new one 10 ms after the last found nobody.  -ETIMEDOUT with the
- * handshake still under way. */
+ * new one 10 ms after the last found nobody, and in place of a stale
+ * one (hs_stale).  -ETIMEDOUT with the handshake still under way. */
 static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
 			VIP_VI_ATTRIBUTES *ra)
 {
@@ -994,12 +1014,12 @@ static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t u
 
 	for (;;) {
 		struct vd_ofi_conn *c;
-		uint64_t now = vd_now_ns();
+		uint64_t now = vd_now_ns(), try_end, look;
 		int err;
 
+		if (until && now >= until)
+			return -ETIMEDOUT;
 		if (!p->hs && now < p->hs_retry_ns) {
-			if (until && until <= now)
-				return -ETIMEDOUT;
 			uint64_t nap = until && until < p->hs_retry_ns ? until - now
 								       : p->hs_retry_ns - now;
 			pthread_mutex_unlock(&on->lock);
@@ -1007,12 +1027,26 @@ static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t u
 			pthread_mutex_lock(&on->lock);
 			continue;
 		}
+		if (p->hs && hs_stale(p->hs, p->hs_begun_ns)) {
+			c = p->hs;
+			p->hs = NULL;
+			pthread_mutex_unlock(&on->lock);
+			conn_drop(c);
+			pthread_mutex_lock(&on->lock);
+		}
 		if (!p->hs && (err = peer_hs_start(on, p)))
 			return err;
 		c = p->hs;
-		err = req_wait(on, c, re, &p->hs_cm, until, &p->hs_slice_end);
-		if (err == -ETIMEDOUT || (err == -ENOENT && !hs_nobody(c) && !hs_moved(c)))
-			return -ETIMEDOUT;      /* still under way: a later call goes on */
+		try_end = p->hs_begun_ns + VD_OFI_PORT_PROBES * PROBE_NS;
+		look = until && until < try_end ? until : try_end;
+		err = req_wait(on, c, re, &p->hs_cm, look, &p->hs_slice_end);
+		if (!err && hs_stale(c, p->hs_begun_ns))
+			continue;               /* an answer too old to confirm */
+		if (err == -ETIMEDOUT || (err == -ENOENT && !hs_nobody(c))) {
+			if (look == until)
+				return -ETIMEDOUT;  /* under way: a later call goes on */
+			continue;           /* the try is over: a new one */
+		}
 		p->hs = NULL;
 		err = req_conclude(on, c, p->vi, err, ra);
 		pthread_mutex_lock(&on->lock);
