@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * viaduct MPI: Barrier, Bcast, Reduce, Allreduce, Reduce_scatter,
- * Allgather and Alltoall through a node-local communicator's shared segment (coll_shm.h describes the
- * phases).
+ * Allgather and Alltoall through a node-local communicator's shared
+ * segment (coll_shm.h describes the phases).
  *
  *  - Barrier: one phase; every member publishes it and waits for all.
  *  - Bcast: the root copies chunks into successive areas, each published

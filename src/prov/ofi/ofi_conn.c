@@ -28,6 +28,8 @@
 #define MAX_QUEUED_REQS 64
 #define CFM_TIMEOUT_MS 5000
 #define PROBE_NS 250000000ull   /* a silent port: the next one is asked too */
+/* One try of a request: long enough to get past every silent port. */
+#define TRY_NS (VD_OFI_PORT_PROBES * PROBE_NS)
 
 static uint64_t param(const char *name, uint64_t dflt)
 {
@@ -940,7 +942,7 @@ static bool peer_has_req(void *arg)
 /* The accepting side: the request, then the usual accept.  An accept
  * whose requester had already given up on that request (no CONFIRM) is
  * not the end: its newer request comes (the requester begins again
- * after PORT_PROBES x PROBE_NS of silence). */
+ * after TRY_NS of silence). */
 static int peer_accept(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t until,
 		       VIP_VI_ATTRIBUTES *ra)
 {
@@ -992,7 +994,7 @@ static bool hs_stale(const struct vd_ofi_conn *c, uint64_t begun_ns)
 	uint64_t now = vd_now_ns();
 
 	if (c->hs_state == 1 && !atomic_load(&c->broken))
-		return now - begun_ns >= VD_OFI_PORT_PROBES * PROBE_NS;
+		return now - begun_ns >= TRY_NS;
 	return c->hs_state == 2 && now - c->hs_acc_ns >= CFM_TIMEOUT_MS / 2 * 1000000ull;
 }
 
@@ -1037,7 +1039,7 @@ static int peer_connect(struct vd_ofi_nic *on, struct vd_ofi_peer *p, uint64_t u
 		if (!p->hs && (err = peer_hs_start(on, p)))
 			return err;
 		c = p->hs;
-		try_end = p->hs_begun_ns + VD_OFI_PORT_PROBES * PROBE_NS;
+		try_end = p->hs_begun_ns + TRY_NS;
 		look = until && until < try_end ? until : try_end;
 		err = req_wait(on, c, re, &p->hs_cm, look, &p->hs_slice_end);
 		if (!err && hs_stale(c, p->hs_begun_ns))

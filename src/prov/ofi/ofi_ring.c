@@ -10,10 +10,10 @@
  * receiver reports how far it has released -- in every ring message it
  * sends back (VD_OFI_F_CREDIT), else on its own (VD_OFI_RING_CREDIT) once
  * a quarter ring is unreported -- and the sender refuses (VIP_NOT_DONE)
- * a message that would overrun what is unreleased.  With a quarter-ring report step and
- * messages of at most 32 KiB, a sender whose receiver has read
- * everything always has room (unreported <= 32 KiB, the message and the
- * wrap it may skip <= 64 KiB, of 128 KiB).  A peer that ignores its
+ * a message that would overrun what is unreleased.  With a quarter-ring
+ * report step and messages of at most 32 KiB, a sender whose receiver
+ * has read everything always has room (unreported <= 32 KiB, the
+ * message and the wrap it may skip <= 64 KiB, of 128 KiB).  A peer that ignores its
  * credit, or claims a release that never happened, breaks the
  * connection.
  *
