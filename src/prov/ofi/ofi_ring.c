@@ -45,6 +45,7 @@ struct vd_ofi_ring {
 	uint64_t wpos, rpos;        /* absolute byte positions */
 	uint32_t unread;            /* messages in the ring, counted in the CQ */
 	bool peeked;                /* rpos is at the message peek returned */
+	bool drained;               /* released the last message peek found */
 };
 
 static uint64_t ring_units(uint32_t len)
@@ -202,6 +203,14 @@ int vd_ofi_ring_peek(struct vd_vi *vi, const void **msg, uint32_t *len)
 	if (!c || atomic_load(&vi->state) == VIP_STATE_IDLE)
 		return -EAGAIN;
 	e = ring_front(c->ring);
+	if (!e && c->ring && c->ring->drained) {
+		/* The caller has just emptied the ring, and the usual next step
+		 * is its answer: a look at the fabric now (a system call on
+		 * tcp) would stand between a message and its reply.  The next
+		 * peek looks. */
+		c->ring->drained = false;
+		return -EAGAIN;
+	}
 	if (!e && atomic_load(&vi->state) == VIP_STATE_CONNECTED) {
 		vd_ofi_recv_progress(vi);       /* the fabric, then arrivals */
 		e = ring_front(c->ring);
@@ -225,6 +234,7 @@ int vd_ofi_ring_release(struct vd_vi *vi)
 	e = (const struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
 	r->rpos += ring_units(e->len);
 	r->peeked = false;
+	r->drained = r->rpos == r->wpos;
 	r->unread--;
 	if (vi->recv_cq)
 		vd_ofi_cq_ring_count(vi->recv_cq, -1);
