@@ -143,6 +143,8 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 		on->zc = (caps & FI_RMA) && (*out)->domain_attr->mr_key_size <= 8 && zc_min;
 		on->zc_ordered = ((*out)->tx_attr->msg_order & (FI_ORDER_RAR | FI_ORDER_WAW)) ==
 				 (FI_ORDER_RAR | FI_ORDER_WAW);
+		on->zc_done_early = on->zc_ordered &&
+				    ((*out)->tx_attr->msg_order & FI_ORDER_SAW);
 	}
 	return *out ? 0 : -ENOMEM;
 }
