@@ -151,7 +151,11 @@ VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vi, const void *hdr, VIP_UINT32 hdr_l
  * none yet; VIP_INVALID_STATE: none, and the VI is not connected (messages
  * that arrived before a break are still returned); VIP_INVALID_PARAMETER:
  * bad handle, or the peer wrote a malformed ring (the connection breaks).
- * Peeking again without release returns the same message. */
+ * Peeking again without release returns the same message.  Over a
+ * fabric, a peek drives it when the ring is empty -- except the first
+ * peek after the release that emptied the ring, which returns
+ * VIP_NOT_DONE at once (the caller's reply goes out before a look at the
+ * fabric); poll again, or wait with viaduct_cq_wait_any. */
 VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vi, const void **msg, VIP_UINT32 *len);
 /* Done with the message peek returned.  VIP_INVALID_STATE if none. */
 VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vi);
