@@ -177,8 +177,7 @@ struct vd_ofi_op {
 	uint32_t tx_slot;           /* OP_TX of a descriptor: window slot + 1 */
 	uint32_t tpt_idx;           /* OP_ZC: the region it moves into/out of */
 	struct vd_ofi_zc_run *run;  /* OP_ZC: the RDMA run it is part of, or
-	                             * NULL (a send's, or an answered push) */
-	bool answered;              /* OP_ZC: a push whose DONE has gone */
+	                             * NULL (a send's) */
 	struct fid_mr *mr;          /* mr_local fabrics: buf's registration */
 	void *desc;                 /* ...and its descriptor, else NULL */
 	fi_addr_t to;               /* OP_TX: destination, length */
@@ -296,8 +295,9 @@ struct vd_ofi_nic {
 	bool zc;                    /* the fabric has RMA we can use */
 	bool zc_ordered;            /* ...and carries reads and writes in
 	                             * order (FI_ORDER_RAR, FI_ORDER_WAW) */
-	bool zc_done_early;         /* ...and a message sent after a write
-	                             * lands after its data (FI_ORDER_SAW) */
+	bool zc_done_early;         /* ...over one byte stream per peer,
+	                             * where a message sent after a write
+	                             * lands after its data */
 	uint64_t zc_min;            /* VIADUCT_OFI_ZC_MIN */
 	_Atomic uint32_t *zc_busy;  /* by TPT index: target-side fabric
 	                             * transfers in flight (mr_dereg waits) */
@@ -333,6 +333,7 @@ struct vd_ofi_zc_run {
 	struct vd_ofi_hdr h;
 	_Atomic uint32_t out;       /* its fabric transfers not yet complete */
 	_Atomic int err;            /* the first one's error */
+	bool answered;              /* its DONE has gone (zc_done_early) */
 };
 
 struct vd_ofi_conn {

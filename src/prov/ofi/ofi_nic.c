@@ -143,8 +143,13 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 		on->zc = (caps & FI_RMA) && (*out)->domain_attr->mr_key_size <= 8 && zc_min;
 		on->zc_ordered = ((*out)->tx_attr->msg_order & (FI_ORDER_RAR | FI_ORDER_WAW)) ==
 				 (FI_ORDER_RAR | FI_ORDER_WAW);
+		/* libfabric's order flags say how operations are processed,
+		 * not that a write's data is in place: only net (tcp from
+		 * 1.18), one TCP stream per peer placed in sequence, is known
+		 * to place it before a later message. */
 		on->zc_done_early = on->zc_ordered &&
-				    ((*out)->tx_attr->msg_order & FI_ORDER_SAW);
+				    ((*out)->tx_attr->msg_order & FI_ORDER_SAW) &&
+				    strcmp((*out)->fabric_attr->prov_name, "net") == 0;
 	}
 	return *out ? 0 : -ENOMEM;
 }

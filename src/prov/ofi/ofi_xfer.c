@@ -505,15 +505,11 @@ static enum zc_start zq_start(struct vd_vi *vi, struct vd_ofi_conn *c, const str
 	memcpy(&z, p, sizeof(z));
 	atomic_store(&run->out, 0);
 	atomic_store(&run->err, 0);
-	/* A push on a fabric that keeps a later message behind its data is
-	 * answered as it starts: waiting for its completion (on tcp, the
-	 * peer's acknowledgement) added a round trip, and often a wake-up,
-	 * to every RDMA read.  Only with no run before it to answer first. */
-	bool early = !write && c->on->zc_done_early && zq_empty(c);
+	run->answered = false;
 	vd_ofi_zc_hold(c->on, h->a);
 	int bad = rdma_check(vi, h->a, h->b, h->d, write);
 	int err = bad ? 0 : vd_ofi_zc_move(c, write, (void *)(uintptr_t)h->b, (size_t)h->d,
-					   h->a, &z, 0, early ? NULL : run);
+					   h->a, &z, 0, run);
 	vd_ofi_zc_release(c->on, h->a);
 	if (bad) {
 		rdma_refuse(vi, c, h->seq, write);
@@ -527,9 +523,14 @@ static enum zc_start zq_start(struct vd_vi *vi, struct vd_ofi_conn *c, const str
 		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);
 		return ZC_ANSWERED;
 	}
-	if (early) {
+	/* A push with no run before it to answer first is answered as it
+	 * starts where the data lands before a later message: waiting for
+	 * its completion (on tcp, the initiator's acknowledgement) added a
+	 * round trip, and often a wake-up, to every RDMA read.  It stays a
+	 * run until then: what arrives after it still waits for it. */
+	if (!write && c->on->zc_done_early && zq_empty(c)) {
+		run->answered = true;
 		vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
-		return ZC_ANSWERED;
 	}
 	run->h = *h;
 	c->zq_tail++;
@@ -557,7 +558,8 @@ static bool zq_retire(struct vd_vi *vi, struct vd_ofi_conn *c)
 	}
 	if (imm)
 		rdmaw_imm(vi, c, h);
-	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	if (!run->answered)
+		vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
 	return true;
 }
 

@@ -123,7 +123,6 @@ int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
 	op->conn = c;
 	op->tpt_idx = vd_tpt_index(h);
 	op->run = run;
-	op->answered = !pull && !run;
 	m.context = op;
 	atomic_fetch_add(&c->zc_out, 1);
 	if (run)
@@ -158,11 +157,7 @@ void vd_ofi_zc_complete(struct vd_ofi_op *op, int err)
 		int none = 0;
 		vd_log("ofi: connection %u: a zero-copy transfer failed: %s", c->idx,
 		       fi_strerror(err));
-		if (op->answered)       /* its DONE has gone: only a break says it */
-			vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
-		else
-			atomic_compare_exchange_strong(op->run ? &op->run->err : &c->zc_err,
-						       &none, err);
+		atomic_compare_exchange_strong(op->run ? &op->run->err : &c->zc_err, &none, err);
 	}
 	atomic_fetch_sub(&c->on->zc_busy[op->tpt_idx], 1);
 	/* The run's count before the total: a breaking connection that sees
