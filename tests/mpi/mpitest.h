@@ -74,10 +74,41 @@ static inline void mt_sleep_ms(int ms)
 		;
 }
 
+/* The watchdog's last words: which rank hung, and in what (only
+ * async-signal-safe calls), then the default death by SIGALRM. */
+static void mt_on_alarm(int sig)
+{
+	char line[160] = "hung: rank ";
+	size_t n = strlen(line);
+	const char *phase = mt_phase ? mt_phase : "";
+
+	if (mt_rank >= 0 && mt_rank < 100000) {
+		char digits[8];
+		int k = 0, r = mt_rank;
+		do
+			digits[k++] = (char)('0' + r % 10);
+		while ((r /= 10) && k < 7);
+		while (k && n < sizeof(line) - 1)
+			line[n++] = digits[--k];
+	} else {
+		line[n++] = '?';
+	}
+	for (const char *p = " in: "; *p && n < sizeof(line) - 2; p++)
+		line[n++] = *p;
+	for (const char *p = phase; *p && n < sizeof(line) - 2; p++)
+		line[n++] = *p;
+	line[n++] = '\n';
+	(void)!write(2, line, n);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* MPI_Init plus the world's rank and size, and a watchdog: a rank still
- * running after `seconds` dies of SIGALRM, so a hang becomes a failure. */
+ * running after `seconds` dies of SIGALRM, so a hang becomes a failure
+ * that says where. */
 static inline void mt_init(int *argc, char ***argv, unsigned seconds)
 {
+	signal(SIGALRM, mt_on_alarm);
 	alarm(seconds);
 	MPI_Init(argc, argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
