@@ -74,31 +74,24 @@ static inline void mt_sleep_ms(int ms)
 		;
 }
 
+/* The watchdog's first words, "hung: rank R in: ", written once the
+ * rank is known: the handler itself formats nothing. */
+static char mt_hung_prefix[32] = "hung: rank ? in: ";
+
 /* The watchdog's last words: which rank hung, and in what (only
  * async-signal-safe calls), then the default death by SIGALRM. */
 static void mt_on_alarm(int sig)
 {
-	char line[160] = "hung: rank ";
-	size_t n = strlen(line);
+	char line[160];
 	const char *phase = mt_phase ? mt_phase : "";
+	size_t n = strlen(mt_hung_prefix), k = strlen(phase);
 
-	if (mt_rank >= 0 && mt_rank < 100000) {
-		char digits[8];
-		int k = 0, r = mt_rank;
-		do
-			digits[k++] = (char)('0' + r % 10);
-		while ((r /= 10) && k < 7);
-		while (k && n < sizeof(line) - 1)
-			line[n++] = digits[--k];
-	} else {
-		line[n++] = '?';
-	}
-	for (const char *p = " in: "; *p && n < sizeof(line) - 2; p++)
-		line[n++] = *p;
-	for (const char *p = phase; *p && n < sizeof(line) - 2; p++)
-		line[n++] = *p;
-	line[n++] = '\n';
-	(void)!write(2, line, n);
+	if (k > sizeof(line) - 1 - n)
+		k = sizeof(line) - 1 - n;
+	memcpy(line, mt_hung_prefix, n);
+	memcpy(line + n, phase, k);
+	line[n + k] = '\n';
+	(void)!write(2, line, n + k + 1);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -113,6 +106,7 @@ static inline void mt_init(int *argc, char ***argv, unsigned seconds)
 	MPI_Init(argc, argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
+	snprintf(mt_hung_prefix, sizeof(mt_hung_prefix), "hung: rank %d in: ", mt_rank);
 }
 
 /* Finalize; exit status for main.  Every rank reports its own failures. */

@@ -13,9 +13,9 @@
  * a message that would overrun what is unreleased.  With a quarter-ring
  * report step and messages of at most 32 KiB, a sender whose receiver
  * has read everything always has room (unreported <= 32 KiB, the
- * message and the wrap it may skip <= 64 KiB, of 128 KiB).  A peer that ignores its
- * credit, or claims a release that never happened, breaks the
- * connection.
+ * message and the wrap it may skip <= 64 KiB, of 128 KiB).  A peer that
+ * ignores its credit, or claims a release that never happened, breaks
+ * the connection.
  *
  * An entry is an 8-byte header (length, wrap mark) and the payload,
  * padded to 8 bytes; an entry never wraps -- a wrap mark sends the
