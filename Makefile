@@ -17,10 +17,12 @@
 #                  bench/mpi/hosts.sh, and start-up over four, bench/mpi/scale.sh)
 #   make clean     remove every build directory
 
-# Debian packages needed to build, test and plot; one list, used by deps.
+# Debian packages needed to build, test (gdb: the stacks of a hung test) and
+# plot; one list, used by deps.
 DEB_PACKAGES := cmake ninja-build gcc make pkg-config python3 \
 	python3-matplotlib procps util-linux mpich libfabric-dev libfabric-bin \
-	iproute2 libpmix-dev openmpi-bin libopenmpi-dev libmpich-dev gfortran
+	iproute2 libpmix-dev openmpi-bin libopenmpi-dev libmpich-dev gfortran \
+	gdb
 
 PREFIX ?= /usr/local
 DESTDIR ?=

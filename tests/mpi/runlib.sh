@@ -29,6 +29,8 @@ mt_need() {
 
 # shellcheck source=tests/ofi/supp.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../ofi/supp.sh"
+# shellcheck source=tests/stacks.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../stacks.sh"
 
 # Skip (77) unless the ofi provider opens here (libfabric's tcp); under
 # the sanitizers, suppress libfabric's own doings.
@@ -53,7 +55,7 @@ mt_run() {
 	prog=$(mt_prog "$1")
 	shift
 	t0=$(date +%s.%N)
-	env "${envs[@]}" timeout -k 5 "$MT_TIMEOUT" "$VDRUN" -n "$n" "$prog" "$@" >"$mt_log" 2>&1
+	vd_run_watched "$MT_TIMEOUT" "$mt_log" env "${envs[@]}" "$VDRUN" -n "$n" "$prog" "$@"
 	rc=$?
 	t1=$(date +%s.%N)
 	if [ $rc -eq 0 ]; then
@@ -64,7 +66,8 @@ mt_run() {
 		printf 'FAIL %-40s n=%s rc=%s %.2fs  (%s vdrun -n %s %s %s)\n' "$label" "$n" "$rc" \
 			"$(echo "$t1 - $t0" | bc)" "${envs[*]}" "$n" "$prog" "$*"
 		[ $rc -eq 124 ] && echo "     (timed out after ${MT_TIMEOUT}s)"
-		sed -n '1,40p' "$mt_log" | sed 's/^/     | /'
+		sed -n '/^=== hung after/q;1,40p' "$mt_log" | sed 's/^/     | /'
+		sed -n '/^=== hung after/,$p' "$mt_log" | head -300 | sed 's/^/     | /'
 	fi
 }
 
