@@ -25,7 +25,7 @@ vd_dump_stacks() {
 		echo "(no gdb here: no stacks)"
 		return
 	fi
-	for p in "$1" $(vd_descendants "$1"); do
+	for p in $(vd_descendants "$1") "$1"; do
 		[ -r "/proc/$p/cmdline" ] || continue
 		echo "--- pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-160)"
 		# One line a frame: its number, function and place.
@@ -57,11 +57,17 @@ vd_run_watched() {
 		return "$rc"
 	fi
 	[ "$log" = - ] && log=/dev/stderr
+	# Frozen while gdb looks, so that a rank's own watchdog cannot end
+	# the job half way through the look.
+	tree=$(vd_descendants "$pid")
+	# shellcheck disable=SC2086
+	kill -STOP $tree 2>/dev/null
 	{
 		printf "\n=== hung after %ss: stacks of every process ===\n" "$limit"
 		vd_dump_stacks "$pid"
 	} >>"$log" 2>&1
-	tree=$(vd_descendants "$pid")
+	# shellcheck disable=SC2086
+	kill -CONT $tree 2>/dev/null
 	kill -TERM "$pid" 2>/dev/null
 	sleep 0.2
 	for _ in $(seq 48); do

@@ -735,8 +735,15 @@ static struct vd_ofi_op *ring_in_pop(struct vd_ofi_conn *c)
 static void apply_rx(struct vd_vi *vi, struct vd_ofi_conn *c)
 {
 	struct vd_ofi_op *op;
+	int st;                     /* VIP_VI_STATE */
 
 	if (vd_ofi_conn_of(vi) != c)
+		return;
+	/* Attached but not yet Connected (conn_attach publishes c before
+	 * vd_vi_connected): what arrived waits.  vd_vi_connected's
+	 * recv_publish applies it, under the rq lock this runs under too. */
+	st = atomic_load(&vi->state);
+	if (st == VIP_STATE_IDLE || st == VIP_STATE_CONNECT_PENDING)
 		return;
 	while ((op = ring_in_pop(c))) {
 		if (!atomic_load(&c->broken) && atomic_load(&vi->state) == VIP_STATE_CONNECTED)

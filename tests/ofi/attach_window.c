@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * White-box: ring messages that reach an accepting VI after the provider
+ * has attached its connection but before the core marks the VI Connected
+ * must wait, not vanish.  The window is short; a preempted accepter
+ * (2 cores, several ranks with their threads) stays in it long enough
+ * for the requester's first messages to land there, and they were
+ * dropped without a word -- an MPI job of 3-4 ranks over ofi then hung
+ * now and then, waiting for a message that never came.  Linked with
+ * --wrap=vd_vi_connected: the accepter pauses in that window.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "vdtest.h"
+#include "viptest.h"
+#include <viaduct/viaduct.h>
+
+#define NMSG 3
+#define WINDOW_MS 300
+#define GAP_MS 50
+
+struct vd_vi;
+void __real_vd_vi_connected(struct vd_vi *vi);
+void __wrap_vd_vi_connected(struct vd_vi *vi);
+
+static bool in_accepter;
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The accepter's VI stays attached, not Connected, for WINDOW_MS. */
+void __wrap_vd_vi_connected(struct vd_vi *vi)
+{
+	if (in_accepter)
+		nap_ms(WINDOW_MS);
+	__real_vd_vi_connected(vi);
+}
+
+static char disc[32];
+
+static int open_side(VIP_NIC_HANDLE *nic, VIP_VI_HANDLE *vi)
+{
+	VIP_VI_ATTRIBUTES va;
+
+	if (VipOpenNic("ofi", nic) != VIP_SUCCESS)
+		return -1;
+	va = vt_vi_attrs(*nic, VIP_SERVICE_RELIABLE_DELIVERY);
+	return VipCreateVi(*nic, &va, NULL, NULL, vi) == VIP_SUCCESS ? 0 : -1;
+}
+
+/* The child: connect, then NMSG ring messages spread over the window. */
+static int requester(void *arg)
+{
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	uint64_t end;
+
+	(void)arg;
+	if (open_side(&nic, &vi))
+		return VDT_SKIP;        /* no ofi here: the parent says so */
+	VT_OK(vt_client_connect(nic, vi, disc, 10000));
+	for (int i = 0; i < NMSG; i++) {
+		char m[16];
+		VIP_RETURN rc;
+
+		snprintf(m, sizeof(m), "msg%d", i);
+		end = vt_now_ms() + 5000;
+		while ((rc = viaduct_ring_send(vi, m, (VIP_UINT32)strlen(m) + 1, NULL, 0)) ==
+			       VIP_NOT_DONE && vt_now_ms() < end)
+			;
+		VDT_CHECK_EQ(rc, VIP_SUCCESS);
+		nap_ms(GAP_MS);
+	}
+	VDT_CHECK(vt_sync(vt_fd) == 0);        /* the accepter has them all */
+	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	return 0;
+}
+
+/* The parent: accept (pausing in the window), then every message, in
+ * order, within a few seconds. */
+static int accepter(void *arg)
+{
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	uint64_t end;
+	int got = 0;
+
+	(void)arg;
+	if (open_side(&nic, &vi)) {
+		printf("SKIP: the ofi provider cannot open here\n");
+		return VDT_SKIP;
+	}
+	in_accepter = true;
+	VT_OK(vt_server_accept(nic, vi, disc, 10000));
+	end = vt_now_ms() + 5000;
+	while (got < NMSG && vt_now_ms() < end) {
+		const void *m;
+		VIP_UINT32 len;
+		char want[16];
+
+		if (viaduct_ring_peek(vi, &m, &len) != VIP_SUCCESS) {
+			nap_ms(1);
+			continue;
+		}
+		snprintf(want, sizeof(want), "msg%d", got);
+		VDT_CHECK(len == strlen(want) + 1 && !memcmp(m, want, len));
+		VT_OK(viaduct_ring_release(vi));
+		got++;
+	}
+	if (got != NMSG)
+		fprintf(stderr, "FAIL: %d of %d ring messages arrived\n", got, NMSG);
+	VDT_CHECK_EQ(got, NMSG);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	return 0;
+}
+
+int main(void)
+{
+	int rc;
+
+	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+	setenv("VIADUCT_OFI_PROVIDER", "tcp", 1);
+	vt_disc(disc, "attach");
+	rc = vt_fork2(accepter, requester, NULL, 30);
+	if (rc == 0)
+		printf("ok: ring messages that reach a VI between attach and Connected wait for it\n");
+	return rc;
+}
