@@ -246,6 +246,9 @@ int vd_progress(bool block);
 int vd_nbc_progress(void);
 /* Sends queued or in flight on any VI (MPI_Finalize drains them). */
 bool vd_wire_busy(void);
+/* Progress until !vd_wire_busy(); a connection that never comes ends the
+ * job (as a blocking wait's would) rather than spin here for ever. */
+void vd_wire_flush(void);
 /* A transfer across hosts is under way: an RDMA write of ours not yet
  * complete, or one we cleared (CTS) not yet arrived. */
 bool vd_wire_moving(void);

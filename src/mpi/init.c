@@ -130,8 +130,7 @@ int PMPI_Finalize(void)
 	 * callbacks run while MPI still works (MPI-4.0 11.2.2). */
 	vd_attr_delete_all(MPI_COMM_SELF, vd_comm_get(MPI_COMM_SELF));
 	/* Everything this rank queued goes out before anyone disconnects. */
-	while (vd_wire_busy())
-		vd_progress(false);
+	vd_wire_flush();
 	/* From here peers may leave at any moment (the barrier does not
 	 * release every rank at once): a lost connection is no error. */
 	__atomic_store_n(&vd_mpi.phase, VD_MPI_AFTER, __ATOMIC_RELEASE);

@@ -937,3 +937,12 @@ bool vd_wire_busy(void)
 			return true;
 	return false;
 }
+
+void vd_wire_flush(void)
+{
+	for (unsigned i = 1; vd_wire_busy(); i++) {
+		vd_progress(false);
+		if (W.nwaiting && !(i % 1024))
+			vd_conn_check();
+	}
+}

@@ -28,6 +28,7 @@
 #define CONNECT_TIMEOUT_MS 60000u       /* as long as eager start-up waits */
 #define LISTEN_MS 200u                  /* a listener looks at `stop` this often */
 #define ATTEMPT_MS 2000u                /* a request looks at its pair this often */
+#define NO_MATCH_NAP_MAX_MS 16u         /* the longest pause between knocks */
 
 enum conn_state {
 	C_NONE = 0,
@@ -248,12 +249,16 @@ static bool still_requesting(int r)
 /* Request until the peer's listener answers: over a fabric a request
  * that falls between two of its waits is told NO_MATCH at once.  In
  * slices, so that a request that lost its purpose (the peer's own came
- * in first and the pair is up, or MPI_Finalize) ends. */
+ * in first and the pair is up, or MPI_Finalize) ends.  The pause after
+ * a NO_MATCH doubles up to NO_MATCH_NAP_MAX_MS: a peer still starting,
+ * or busy accepting another rank, is not knocked on a thousand times a
+ * second (each knock is a handshake the provider keeps a slot for). */
 static VIP_RETURN request(enum vd_transport k, int r, VIP_VI_HANDLE vi)
 {
 	uint64_t deadline = now_ns() + CONNECT_TIMEOUT_MS * 1000000ull;
 	uint8_t la[128], ra[128];
 	VIP_VI_ATTRIBUTES attrs;
+	unsigned nap = 1;
 	VIP_RETURN rc;
 
 	for (;;) {
@@ -268,8 +273,11 @@ static VIP_RETURN request(enum vd_transport k, int r, VIP_VI_HANDLE vi)
 				       left < ATTEMPT_MS ? left : ATTEMPT_MS, &attrs);
 		if (rc != VIP_NO_MATCH && rc != VIP_TIMEOUT)
 			return rc;
-		if (rc == VIP_NO_MATCH)
-			nap_ms(1);
+		if (rc == VIP_NO_MATCH) {
+			nap_ms(nap);
+			if (nap < NO_MATCH_NAP_MAX_MS)
+				nap *= 2;
+		}
 	}
 }
 
