@@ -267,8 +267,9 @@ for sig in TERM KILL; do
 done
 
 # Host B drops off the network mid-job (no FIN, no RST): both sides learn
-# it within about 20 s, whether the link was idle (TCP keepalive) or data
-# was in flight (TCP_USER_TIMEOUT; retransmissions alone take 15 min).
+# it after VIADUCT_VDRUN_LINK_TIMEOUT (2 s), whether the link was idle (TCP
+# keepalive) or data was in flight (TCP_USER_TIMEOUT; retransmissions
+# alone take 15 min), and the job is gone within 3 s and a little.
 # vdrun names B, B's proxy stops its ranks.
 # link_down WHAT NPROCS vdrun-args...: NPROCS of ours (probes, proxies) run
 # before the cut.
@@ -287,7 +288,7 @@ link_down() {
 	ms=$(($(now_ms) - t0))
 	vd_link up
 	if [ "$rc" -eq 1 ] && grep -q "host $HB: lost the connection to its proxy" "$TMP/err" &&
-		[ "$ms" -lt 45000 ]; then
+		[ "$ms" -lt 4500 ]; then
 		echo "ok: $what: the job ends in $ms ms naming B"
 	else
 		fail "$what: exit $rc after $ms ms: $(cat "$TMP/err")"
@@ -380,11 +381,14 @@ expect_usage "-wdir twice" "-wdir given twice" -wdir /a -wdir /b -n 1 true
 expect_usage "--tag-output with a value" "unknown option '--tag-output=yes'" --tag-output=yes -n 1 true
 VIADUCT_VDRUN_TIMEOUT=soon run -H "$A,$HB" -n 2 true
 [ "$rc" -eq 2 ] && [[ $err == *"VIADUCT_VDRUN_TIMEOUT: 'soon'"* ]] || fail "bad VIADUCT_VDRUN_TIMEOUT: exit $rc: $err"
+VIADUCT_VDRUN_LINK_TIMEOUT=1 run -H "$A,$HB" -n 2 true
+[ "$rc" -eq 2 ] && [[ $err == *"VIADUCT_VDRUN_LINK_TIMEOUT: '1'"* ]] ||
+	fail "VIADUCT_VDRUN_LINK_TIMEOUT=1: exit $rc: $err"
 out=$("$VDRUN" --version)
 [[ $out == "vdrun (viaduct) "[0-9]* ]] || fail "--version: $out"
 out=$("$VDRUN" --help)
 for w in --host --hostfile -x -genv --map-by -ppn --oversubscribe -wdir --tag-output \
-	--launch-agent --version VIADUCT_RSH VIADUCT_VDRUN_TIMEOUT; do
+	--launch-agent --version VIADUCT_RSH VIADUCT_VDRUN_TIMEOUT VIADUCT_VDRUN_LINK_TIMEOUT; do
 	[[ $out == *"$w"* ]] || fail "--help does not mention $w"
 done
 # VIADUCT_RSH names the agent when --launch-agent is not given.

@@ -114,6 +114,8 @@ static const struct param params[] = {
 	  "the command vdrun reaches other hosts with, as 'CMD host command...'" },
 	{ "VIADUCT_VDRUN_TIMEOUT", PT_UINT, "30", 1, 86400, NULL,
 	  "seconds a remote host has to connect back to vdrun" },
+	{ "VIADUCT_VDRUN_LINK_TIMEOUT", PT_UINT, "2", 2, 3600, NULL,
+	  "seconds of silence after which vdrun and a host's proxy count their link lost" },
 	{ "VIADUCT_BUILD", PT_STRING, "(unset)", 0, 0, NULL,
 	  "the build tree, for the test programs" },
 	{ "VIADUCT_MPI_EAGER_TABLE_MAX", PT_SIZE, "32728", 64, 32728, NULL,

@@ -57,7 +57,8 @@ void usage(FILE *f)
 	      "  --version             print the version\n"
 	      "  -h, --help            this text\n"
 	      "Environment: VIADUCT_RSH (the launch agent), VIADUCT_VDRUN_TIMEOUT (seconds\n"
-	      "a remote host has to connect back, default 30).\n"
+	      "a remote host has to connect back, default 30), VIADUCT_VDRUN_LINK_TIMEOUT\n"
+	      "(seconds of silence after which the link to a host counts as lost, default 2).\n"
 	      "Exit status: 0, the first failing rank's status (128+signal if killed),\n"
 	      "2 for a usage error, 126/127 for a program not executable / not found.\n", f);
 }

@@ -137,21 +137,23 @@ static int connect_timed(const char *addr, const char *port, int timeout_ms)
 	return fd >= 0 ? fd : err;
 }
 
-/* "vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT" on stdin, then
+/* "vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT [LINK-TIMEOUT]" on
+ * stdin (a vdrun before LINK-TIMEOUT sends 8 words), then
  * connect and say hello.  The fd, or -1 (said why).  The connection gets
  * two thirds of vdrun's time, so that our reason is heard before vdrun
  * gives up on this host. */
 static int bootstrap(long *timeout_s)
 {
-	char line[2048], *w[9];
-	long h, port, t;
-	int fd, null;
+	char line[2048], *w[10];
+	long h, port, t, link = LINK_TIMEOUT_S;
+	int fd, null, nw = -1;
 
 	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) != 0 ||
-	    wire_words(line, w, 9) != 8 || strcmp(w[0], "vdrun-proxy") != 0 ||
+	    (nw = wire_words(line, w, 10)) < 8 || nw > 9 || strcmp(w[0], "vdrun-proxy") != 0 ||
 	    strcmp(w[1], "1") != 0 || !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
 	    wire_decode(w[3], P.host, sizeof(P.host)) != 0 || !wire_int(w[5], 1, 65535, &port) ||
-	    strlen(w[6]) != 32 || !wire_int(w[7], 1, 86400, &t)) {
+	    strlen(w[6]) != 32 || !wire_int(w[7], 1, 86400, &t) ||
+	    (nw == 9 && !wire_int(w[8], 2, 3600, &link))) {
 		say("no job on stdin (vdrun --proxy is started by vdrun)");
 		return -1;
 	}
@@ -166,7 +168,7 @@ static int bootstrap(long *timeout_s)
 		say("cannot connect back to vdrun at %s port %s: %s", w[4], w[5], strerror(-fd));
 		return -1;
 	}
-	tcp_tune(fd);
+	tcp_tune(fd, link);
 	outbuf_add(&P.out, "hello 1 %ld %s\n", h, w[6]);
 	return fd;
 }

@@ -137,6 +137,18 @@ static long timeout_from_env(void)
 	return t;
 }
 
+static long link_timeout_from_env(void)
+{
+	const char *v = getenv("VIADUCT_VDRUN_LINK_TIMEOUT");
+	long t;
+
+	if (!v)
+		return LINK_TIMEOUT_S;
+	if (!wire_int(v, 2, 3600, &t))
+		usage_error("VIADUCT_VDRUN_LINK_TIMEOUT: '%s' is not a number of seconds from 2 to 3600", v);
+	return t;
+}
+
 /* The agent's command line: its words, then host, vdrun, "--proxy".
  * The words reach a remote shell, so vdrun's path must be one word. */
 static int agent_argv(const struct job *job, const char *host, const char *self, char **av,
@@ -198,8 +210,8 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 	/* One short line: a pipe takes it whole, the agent reads it later.
 	 * If the agent is gone already (EPIPE), its exit says why. */
 	wire_encode(host, name, sizeof(name));
-	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %s %d %s %ld\n", p->host, name, addr, port,
-		 job->cookie, job->connect_timeout_s);
+	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %s %d %s %ld %ld\n", p->host, name, addr,
+		 port, job->cookie, job->connect_timeout_s, job->link_timeout_s);
 	if (write(in[1], line, strlen(line)) < 0 && errno != EPIPE)
 		fprintf(stderr, "vdrun: host %s: cannot write to the launch agent: %s\n", host,
 			strerror(errno));
@@ -246,6 +258,7 @@ int remote_setup(struct job *job)
 	if (!job_is_remote(o))
 		return 0;
 	job->connect_timeout_s = timeout_from_env();
+	job->link_timeout_s = link_timeout_from_env();
 	if ((err = self_path(self, sizeof(self))) != 0) {
 		fprintf(stderr, "vdrun: %s\n", err == -2 ? "the path of vdrun has characters a "
 			"remote shell would split; install it elsewhere" : "cannot find vdrun's path");
@@ -430,7 +443,7 @@ static void pending_read(struct job *job, struct pending *pc)
 	memcpy(p->in.buf, pc->in.buf + pos, pc->in.len - pos);
 	p->in.len = pc->in.len - pos;
 	inbuf_free(&pc->in);
-	tcp_tune(p->fd);
+	tcp_tune(p->fd, job->link_timeout_s);
 	if (send_job(job, p) != 0)
 		return proxy_lost(job, p, "cannot send the job to its proxy");
 	proxy_lines(job, p);

@@ -173,6 +173,7 @@ struct job {
 	struct pending pending[MAX_PENDING];
 	char cookie[33];        /* 128 random bits, hex */
 	long connect_timeout_s;
+	long link_timeout_s;            /* a silent link to a host ends the job */
 	struct tagset tags;
 };
 
@@ -248,7 +249,10 @@ int wire_decode(const char *in, char *out, size_t len);
 int wire_words(char *line, char **w, int max);
 bool wire_int(const char *s, long lo, long hi, long *out);
 bool cookie_equal(const char *a, const char *b);
-void tcp_tune(int fd);
+/* Keepalive and TCP_USER_TIMEOUT: a silent peer is lost after about
+ * link_timeout_s seconds. */
+void tcp_tune(int fd, long link_timeout_s);
+#define LINK_TIMEOUT_S 2L               /* VIADUCT_VDRUN_LINK_TIMEOUT */
 
 /* ---- remote.c ---- */
 int remote_setup(struct job *job);
