@@ -128,6 +128,11 @@ size_t vd_eager_max(int peer)
 #define VD_EAGER_LIMIT (VIADUCT_RING_MAX_MSG - VD_MSG_SHORT)
 #define VD_EAGER_DEFAULT VD_EAGER_LIMIT
 #define VD_NET_EAGER_DEFAULT VD_EAGER_LIMIT
+/* Up to this many ranks on a host, its connections get deep message
+ * rings (VIADUCT_VI_DEEP_RING): 16 ranks talking to all others hold
+ * 16 x 15 x 2 x 512 KiB = 240 MiB of rings, as many as 32 with the
+ * ordinary 128 KiB ones. */
+#define DEEP_RING_RANKS 16
 
 /* ---- the pool ------------------------------------------------------------------ */
 
@@ -353,6 +358,7 @@ static int transports_open(void)
 int vd_wire_init(void)
 {
 	uint64_t emax = VD_EAGER_DEFAULT, net_emax = VD_NET_EAGER_DEFAULT, pin = 0, eager = 0;
+	uint64_t deep = DEEP_RING_RANKS;
 	uint8_t *cursor[VD_T_N];
 	VIP_NIC_HANDLE nic[VD_T_N];
 	VIP_CQ_HANDLE cq[VD_T_N];
@@ -362,7 +368,8 @@ int vd_wire_init(void)
 	if (viaduct_param_uint("VIADUCT_MPI_EAGER_MAX", VD_EAGER_DEFAULT, &emax) ||
 	    viaduct_param_uint("VIADUCT_MPI_NET_EAGER_MAX", VD_NET_EAGER_DEFAULT, &net_emax) ||
 	    viaduct_param_uint("VIADUCT_MPI_PIN", 0, &pin) ||
-	    viaduct_param_uint("VIADUCT_MPI_CONNECT", 0, &eager))
+	    viaduct_param_uint("VIADUCT_MPI_CONNECT", 0, &eager) ||
+	    viaduct_param_uint("VIADUCT_MPI_DEEP_RING_RANKS", DEEP_RING_RANKS, &deep))
 		return -EINVAL;
 	W.pin = pin == 1;
 	W.lazy = eager == 0;
@@ -379,6 +386,7 @@ int vd_wire_init(void)
 		return err;
 	if ((err = vd_place_exchange()))
 		return err;
+	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep);
 	for (int k = 0; k < VD_T_N; k++)
 		cursor[k] = W.t[k].pool;
 	for (int r = 0; r < vd_mpi.size; r++) {

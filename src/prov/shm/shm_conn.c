@@ -575,7 +575,10 @@ static int acc_step(struct vd_shm_nicx *nx, struct vd_shm_pend *p, uint64_t unti
 
 static int req_prepare(struct vd_shm_pend *p)
 {
-	int err = vd_shm_region_create(VD_SHM_DEPTH, VD_SHM_PIO_BYTES, VD_SHM_MSG_BYTES, &p->region_fd);
+	bool deep = atomic_load(&p->vi->ext_flags) & VIADUCT_VI_DEEP_RING;
+	int err = vd_shm_region_create(VD_SHM_DEPTH, VD_SHM_PIO_BYTES,
+				       deep ? VD_SHM_MSG_BYTES_DEEP : VD_SHM_MSG_BYTES,
+				       &p->region_fd);
 
 	if (err)
 		return err;

@@ -44,6 +44,7 @@
 #define VD_SHM_PIO_BYTES (256u * 1024)  /* inline payload ring */
 #define VD_SHM_INLINE 40u               /* payload bytes inside a slot */
 #define VD_SHM_MSG_BYTES (128u * 1024)  /* message ring (viaduct_ring_*) */
+#define VD_SHM_MSG_BYTES_DEEP (512u * 1024)     /* with VIADUCT_VI_DEEP_RING */
 
 /* A message in the message ring starts on a line with this header; the
  * payload follows it, contiguous, and never wraps (a VD_RING_WRAP header
