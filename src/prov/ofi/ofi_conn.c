@@ -325,6 +325,21 @@ static void on_req(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_
 	pthread_cond_broadcast(&on->cond);
 }
 
+/* An ACC for a request this side gave up on (its wait ran out): refuse
+ * it, or the accepter waits CFM_TIMEOUT_MS for our confirmation, and its
+ * listener answers nobody else meanwhile (on->lock held). */
+static void late_acc(struct vd_ofi_nic *on, const struct vd_ofi_conn *c, const struct vd_ofi_cm *acc)
+{
+	struct vd_ofi_cm cm;
+	fi_addr_t to;
+
+	if (!cm_valid(on, acc, "ACC", c->nonce_req) || av_insert_name(on, acc, &to))
+		return;
+	cm_fill(on, NULL, &cm, NULL, NULL);
+	cm_seal(on, &cm, "REJ", c->nonce_req);
+	(void)cm_send(on, to, NULL, VD_OFI_CONN_REJ, acc->conn, acc->token, &cm);
+}
+
 void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_ofi_hdr *h,
 		  const void *payload, fi_addr_t from)
 {
@@ -343,7 +358,11 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 		return;
 	}
 	c = h->conn < on->nconns ? on->conns[h->conn] : NULL;
-	if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
+	if (c && c->token == h->token && !ep->listener && c->hs_state == 1 &&
+	    atomic_load(&c->dead)) {
+		if (h->type == VD_OFI_CONN_ACC)
+			late_acc(on, c, &cm);
+	} else if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
 		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req)) {
 			c->hs_state = 2;
 			c->hs_acc_ns = vd_now_ns();

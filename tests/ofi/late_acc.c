@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A request whose wait runs out before the accept comes: the requester
+ * refuses the late ACC, so the accepter's VipConnectAccept fails at once
+ * instead of waiting 5 s for a confirmation that never comes (during
+ * which its listener answers nobody: under load, lazy MPI connections
+ * stalled for seconds this way).  Then a second request, given time,
+ * connects the same pair.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "vdtest.h"
+#include "viptest.h"
+
+#define REQUEST_MS 200
+#define ACCEPT_DELAY_MS 600
+
+static char disc[32];
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The child: one request that gives up, then one that waits. */
+static int requester(void *arg)
+{
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	VIP_VI_ATTRIBUTES va, ra;
+	VIP_RETURN rc;
+	uint64_t end = vt_now_ms() + 5000;
+
+	VIP_NET_ADDRESS *local, *remote;
+
+	(void)arg;
+	if (VipOpenNic("ofi", &nic) != VIP_SUCCESS)
+		return VDT_SKIP;
+	va = vt_vi_attrs(nic, VIP_SERVICE_RELIABLE_DELIVERY);
+	VT_OK(VipCreateVi(nic, &va, NULL, NULL, &vi));
+	local = vt_addr(nic, disc);
+	remote = vt_peer_addr(nic, disc);
+	VDT_CHECK(local && remote);
+	/* The listener is up once the parent says so. */
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	do
+		rc = VipConnectRequest(vi, local, remote, REQUEST_MS, &ra);
+	while (rc == VIP_NO_MATCH && vt_now_ms() < end);
+	VDT_CHECK_EQ(rc, VIP_TIMEOUT);
+	free(local);
+	free(remote);
+	VDT_CHECK(vt_sync(vt_fd) == 0);         /* the accept has failed */
+	VT_OK(vt_client_connect(nic, vi, disc, 10000));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	return 0;
+}
+
+static int accepter(void *arg)
+{
+	VIP_NIC_HANDLE nic;
+	VIP_VI_HANDLE vi;
+	VIP_VI_ATTRIBUTES va, ra;
+	VIP_NET_ADDRESS *remote = malloc(256), *local;
+	VIP_CONN_HANDLE ch;
+	uint64_t t0, ms;
+	VIP_RETURN rc;
+
+	(void)arg;
+	if (VipOpenNic("ofi", &nic) != VIP_SUCCESS) {
+		printf("SKIP: the ofi provider cannot open here\n");
+		return VDT_SKIP;
+	}
+	local = vt_addr(nic, disc);
+	VDT_CHECK(remote && local);
+	va = vt_vi_attrs(nic, VIP_SERVICE_RELIABLE_DELIVERY);
+	VT_OK(VipCreateVi(nic, &va, NULL, NULL, &vi));
+	VT_EXPECT(VipConnectWait(nic, local, 50, remote, &ra, &ch), VIP_TIMEOUT);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	VT_OK(VipConnectWait(nic, local, 10000, remote, &ra, &ch));
+	nap_ms(ACCEPT_DELAY_MS);                /* the requester has given up */
+	t0 = vt_now_ms();
+	rc = VipConnectAccept(ch, vi);
+	ms = vt_now_ms() - t0;
+	printf("an accept that came %d ms after a %d ms request: %s in %llu ms\n",
+	       ACCEPT_DELAY_MS, REQUEST_MS, vt_ret_str(rc), (unsigned long long)ms);
+	VDT_CHECK(rc != VIP_SUCCESS);
+	VDT_CHECK(ms < 2000);                   /* not the 5 s confirmation wait */
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	VT_OK(vt_server_accept(nic, vi, disc, 10000));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+	free(remote);
+	free(local);
+	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	return 0;
+}
+
+int main(void)
+{
+	int rc;
+
+	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+	setenv("VIADUCT_OFI_PROVIDER", "tcp", 1);
+	vt_disc(disc, "lateacc");
+	rc = vt_fork2(accepter, requester, NULL, 60);
+	if (rc == 0)
+		printf("ok: a late ACC is refused; the pair then connects\n");
+	return rc;
+}
