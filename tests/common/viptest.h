@@ -155,6 +155,10 @@ void vt_skip_without_memlock(size_t need);
 /* main() of a two-process test: skip check, vt_fork2(a, b), PASS/FAIL
  * line; returns the exit status. */
 int vt_run_main(int (*a)(void *), int (*b)(void *), size_t memlock, unsigned timeout_s);
+/* main() of a two-process test over the ofi provider (libfabric's tcp,
+ * a fixed job key): vt_fork2(a, b), and "ok: OK" when both passed;
+ * returns the exit status. */
+int vt_ofi_run_main(int (*a)(void *), int (*b)(void *), unsigned timeout_s, const char *ok);
 
 /* ---- leak checks --------------------------------------------------------- */
 /* Open file descriptors of this process. */

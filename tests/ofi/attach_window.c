@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "vdtest.h"
 #include "viptest.h"
@@ -28,18 +28,11 @@ void __wrap_vd_vi_connected(struct vd_vi *vi);
 
 static bool in_accepter;
 
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* The accepter's VI stays attached, not Connected, for WINDOW_MS. */
 void __wrap_vd_vi_connected(struct vd_vi *vi)
 {
 	if (in_accepter)
-		nap_ms(WINDOW_MS);
+		usleep(WINDOW_MS * 1000);
 	__real_vd_vi_connected(vi);
 }
 
@@ -76,7 +69,7 @@ static int requester(void *arg)
 			       VIP_NOT_DONE && vt_now_ms() < end)
 			;
 		VDT_CHECK_EQ(rc, VIP_SUCCESS);
-		nap_ms(GAP_MS);
+		usleep(GAP_MS * 1000);
 	}
 	VDT_CHECK(vt_sync(vt_fd) == 0);        /* the accepter has them all */
 	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
@@ -106,7 +99,7 @@ static int accepter(void *arg)
 		char want[16];
 
 		if (viaduct_ring_peek(vi, &m, &len) != VIP_SUCCESS) {
-			nap_ms(1);
+			usleep(1000);
 			continue;
 		}
 		snprintf(want, sizeof(want), "msg%d", got);
@@ -124,13 +117,7 @@ static int accepter(void *arg)
 
 int main(void)
 {
-	int rc;
-
-	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
-	setenv("VIADUCT_OFI_PROVIDER", "tcp", 1);
 	vt_disc(disc, "attach");
-	rc = vt_fork2(accepter, requester, NULL, 30);
-	if (rc == 0)
-		printf("ok: ring messages that reach a VI between attach and Connected wait for it\n");
-	return rc;
+	return vt_ofi_run_main(accepter, requester, 30,
+			       "ring messages that reach a VI between attach and Connected wait for it");
 }

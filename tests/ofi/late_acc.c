@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "vdtest.h"
 #include "viptest.h"
@@ -18,13 +18,6 @@
 #define ACCEPT_DELAY_MS 600
 
 static char disc[32];
-
-static void nap_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
 
 /* The child: one request that gives up, then one that waits. */
 static int requester(void *arg)
@@ -82,7 +75,7 @@ static int accepter(void *arg)
 	VT_EXPECT(VipConnectWait(nic, local, 50, remote, &ra, &ch), VIP_TIMEOUT);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	VT_OK(VipConnectWait(nic, local, 10000, remote, &ra, &ch));
-	nap_ms(ACCEPT_DELAY_MS);                /* the requester has given up */
+	usleep(ACCEPT_DELAY_MS * 1000);        /* the requester has given up */
 	t0 = vt_now_ms();
 	rc = VipConnectAccept(ch, vi);
 	ms = vt_now_ms() - t0;
@@ -101,13 +94,7 @@ static int accepter(void *arg)
 
 int main(void)
 {
-	int rc;
-
-	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
-	setenv("VIADUCT_OFI_PROVIDER", "tcp", 1);
 	vt_disc(disc, "lateacc");
-	rc = vt_fork2(accepter, requester, NULL, 60);
-	if (rc == 0)
-		printf("ok: a late ACC is refused; the pair then connects\n");
-	return rc;
+	return vt_ofi_run_main(accepter, requester, 60,
+			       "a late ACC is refused; the pair then connects");
 }
