@@ -8,7 +8,7 @@
 # return 124, as timeout(1) does.  A hang that happens once in a hundred
 # runs is then found from that one log.
 
-# The processes under PID, children before grandchildren.
+# The processes under PID (each followed by its own descendants).
 vd_descendants() {
 	local pid=$1 kids k
 	kids=$(ps -e -o pid=,ppid= | awk -v p="$pid" '$2 == p { print $1 }')
@@ -20,7 +20,7 @@ vd_descendants() {
 
 # Every thread's stack of every process under PID (and PID), to stdout.
 vd_dump_stacks() {
-	local p
+	local p out
 	if ! command -v gdb >/dev/null; then
 		echo "(no gdb here: no stacks)"
 		return
@@ -29,8 +29,13 @@ vd_dump_stacks() {
 		[ -r "/proc/$p/cmdline" ] || continue
 		echo "--- pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-160)"
 		# One line a frame: its number, function and place.
-		timeout 30 gdb -batch -nx -p "$p" -ex "thread apply all bt 24" 2>/dev/null |
-			grep -E '^(Thread|#)' |
+		out=$(timeout 10 gdb -batch -nx -p "$p" -ex "thread apply all bt 24" 2>&1)
+		if ! grep -q '^Thread' <<<"$out"; then
+			# Not root under Yama's ptrace_scope 1, for one.
+			echo "(gdb could not attach: $(grep -m1 -iE 'ptrace|denied|not permitted' <<<"$out"))"
+			continue
+		fi
+		grep -E '^(Thread|#)' <<<"$out" |
 			sed -E 's/^(#[0-9]+) +(0x[0-9a-f]+ in )?([^ ]+) \(.*\) (at|from) /\1 \3 /'
 	done
 }
@@ -61,14 +66,17 @@ vd_run_watched() {
 	# the job half way through the look.
 	tree=$(vd_descendants "$pid")
 	# shellcheck disable=SC2086
-	kill -STOP $tree 2>/dev/null
+	kill -STOP "$pid" $tree 2>/dev/null
 	{
 		printf "\n=== hung after %ss: stacks of every process ===\n" "$limit"
 		vd_dump_stacks "$pid"
 	} >>"$log" 2>&1
 	# shellcheck disable=SC2086
-	kill -CONT $tree 2>/dev/null
-	kill -TERM "$pid" 2>/dev/null
+	kill -CONT "$pid" $tree 2>/dev/null
+	# The job's own stop: $pid may be a shell running it (vd_in), so its
+	# children too.
+	# shellcheck disable=SC2046
+	kill -TERM "$pid" $(ps -o pid= --ppid "$pid") 2>/dev/null
 	sleep 0.2
 	for _ in $(seq 48); do
 		kill -0 "$pid" 2>/dev/null || break

@@ -19,13 +19,14 @@ lazy_count() {
 	local envs=()
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
 	shift
-	out=$(env VIADUCT_DEBUG=1 "${envs[@]}" timeout -k 5 "$MT_TIMEOUT" "$VDRUN" -n "$n" \
-		"$(mt_prog lazy)" "$@" 2>&1)
+	out=$(vd_run_watched "$((MT_TIMEOUT - 5))" - env VIADUCT_DEBUG=1 "${envs[@]}" \
+		"$VDRUN" -n "$n" "$(mt_prog lazy)" "$@" 2>&1)
 	got=$(grep -c "connections (" <<<"$out")
 	bad=$(grep "connections (" <<<"$out" | grep -vc ": $want connections (")
 	if [ "$got" != "$n" ] || [ "$bad" != 0 ]; then
 		mt_bad "$label n=$n: want $want connections on each of $n ranks"
 		grep -E "connections \(|FAIL|viaduct MPI" <<<"$out" | head -20 | sed 's/^/     | /'
+		sed -n '/^=== hung after/,$p' <<<"$out" | head -300 | sed 's/^/     | /'
 	else
 		mt_ok "$label n=$n ($want connections a rank)"
 	fi

@@ -129,9 +129,9 @@ size_t vd_eager_max(int peer)
 #define VD_EAGER_DEFAULT VD_EAGER_LIMIT
 #define VD_NET_EAGER_DEFAULT VD_EAGER_LIMIT
 /* Up to this many ranks on a host, its connections get deep message
- * rings (VIADUCT_VI_DEEP_RING): 16 ranks talking to all others hold
- * 16 x 15 x 2 x 512 KiB = 240 MiB of rings, as many as 32 with the
- * ordinary 128 KiB ones. */
+ * rings (VIADUCT_VI_DEEP_RING): 16 ranks that all talk to all hold 120
+ * pairs x 2 directions x 512 KiB = 120 MiB of rings, as many as 32 ranks
+ * with the ordinary 128 KiB ones. */
 #define DEEP_RING_RANKS 16
 
 /* ---- the pool ------------------------------------------------------------------ */

@@ -279,9 +279,11 @@ static VIP_RETURN request(enum vd_transport k, int r, VIP_VI_HANDLE vi)
 		rc = VipConnectRequest(vi, vd_conn_addr(la, k, vd_mpi.rank, vd_mpi.rank, r),
 				       vd_conn_addr(ra, k, r, -1, r),
 				       left < ATTEMPT_MS ? left : ATTEMPT_MS, &attrs);
-		/* A higher rank refuses us only while it still answers an
-		 * earlier request of ours (one whose slice ran out here):
-		 * ask again once it is done.  Nobody else will ask. */
+		/* A higher rank refuses us while it still answers an earlier
+		 * request of ours (one whose slice ran out here): ask again
+		 * once it is done, since nobody else will.  (It also refuses
+		 * when it takes the pair for up, or cannot open a VI: then
+		 * the 60 s bound ends the job, as it did.) */
 		if (rc == VIP_REJECT && r > vd_mpi.rank)
 			rc = VIP_NO_MATCH;
 		if (rc != VIP_NO_MATCH && rc != VIP_TIMEOUT)

@@ -55,7 +55,9 @@ mt_run() {
 	prog=$(mt_prog "$1")
 	shift
 	t0=$(date +%s.%N)
-	vd_run_watched "$MT_TIMEOUT" "$mt_log" env "${envs[@]}" "$VDRUN" -n "$n" "$prog" "$@"
+	# A little under the ranks' own watchdog (mt_init's, mostly
+	# MT_TIMEOUT), so that a hang shows their stacks.
+	vd_run_watched "$((MT_TIMEOUT - 5))" "$mt_log" env "${envs[@]}" "$VDRUN" -n "$n" "$prog" "$@"
 	rc=$?
 	t1=$(date +%s.%N)
 	if [ $rc -eq 0 ]; then
@@ -65,7 +67,7 @@ mt_run() {
 		mt_fail=$((mt_fail + 1))
 		printf 'FAIL %-40s n=%s rc=%s %.2fs  (%s vdrun -n %s %s %s)\n' "$label" "$n" "$rc" \
 			"$(echo "$t1 - $t0" | bc)" "${envs[*]}" "$n" "$prog" "$*"
-		[ $rc -eq 124 ] && echo "     (timed out after ${MT_TIMEOUT}s)"
+		[ $rc -eq 124 ] && echo "     (timed out after $((MT_TIMEOUT - 5))s)"
 		sed -n '/^=== hung after/q;1,40p' "$mt_log" | sed 's/^/     | /'
 		sed -n '/^=== hung after/,$p' "$mt_log" | head -300 | sed 's/^/     | /'
 	fi

@@ -137,8 +137,8 @@ static int connect_timed(const char *addr, const char *port, int timeout_ms)
 	return fd >= 0 ? fd : err;
 }
 
-/* "vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT [LINK-TIMEOUT]" on
- * stdin (a vdrun before LINK-TIMEOUT sends 8 words), then
+/* "vdrun-proxy 2 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT LINK-TIMEOUT" on
+ * stdin (version 1: without LINK-TIMEOUT), then
  * connect and say hello.  The fd, or -1 (said why).  The connection gets
  * two thirds of vdrun's time, so that our reason is heard before vdrun
  * gives up on this host. */
@@ -148,9 +148,15 @@ static int bootstrap(long *timeout_s)
 	long h, port, t, link = LINK_TIMEOUT_S;
 	int fd, null, nw = -1;
 
-	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) != 0 ||
-	    (nw = wire_words(line, w, 10)) < 8 || nw > 9 || strcmp(w[0], "vdrun-proxy") != 0 ||
-	    strcmp(w[1], "1") != 0 || !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
+	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) == 0 &&
+	    (nw = wire_words(line, w, 10)) >= 2 && strcmp(w[0], "vdrun-proxy") == 0 &&
+	    strcmp(w[1], "1") != 0 && strcmp(w[1], "2") != 0) {
+		say("vdrun on the first host speaks version %.16s; this one speaks 1 and 2: "
+		    "run the same viaduct on every host", w[1]);
+		return -1;
+	}
+	if (nw != (nw >= 2 && !strcmp(w[1], "2") ? 9 : 8) || strcmp(w[0], "vdrun-proxy") != 0 ||
+	    !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
 	    wire_decode(w[3], P.host, sizeof(P.host)) != 0 || !wire_int(w[5], 1, 65535, &port) ||
 	    strlen(w[6]) != 32 || !wire_int(w[7], 1, 86400, &t) ||
 	    (nw == 9 && !wire_int(w[8], 2, 3600, &link))) {

@@ -13,7 +13,8 @@
  * reports of its ranks' deaths.  The key-value space, the barriers and
  * job control stay here.
  *
- *   on the proxy's stdin: vdrun-proxy 1 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT
+ *   on the proxy's stdin: vdrun-proxy 2 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT
+ *   LINK-TIMEOUT
  *
  *   vdrun -> proxy                      proxy -> vdrun
  *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE
@@ -210,7 +211,7 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 	/* One short line: a pipe takes it whole, the agent reads it later.
 	 * If the agent is gone already (EPIPE), its exit says why. */
 	wire_encode(host, name, sizeof(name));
-	snprintf(line, sizeof(line), "vdrun-proxy 1 %d %s %s %d %s %ld %ld\n", p->host, name, addr,
+	snprintf(line, sizeof(line), "vdrun-proxy 2 %d %s %s %d %s %ld %ld\n", p->host, name, addr,
 		 port, job->cookie, job->connect_timeout_s, job->link_timeout_s);
 	if (write(in[1], line, strlen(line)) < 0 && errno != EPIPE)
 		fprintf(stderr, "vdrun: host %s: cannot write to the launch agent: %s\n", host,

@@ -256,8 +256,8 @@ bool cookie_equal(const char *a, const char *b)
 }
 
 /* A host that vanishes (powered off, cable pulled) sends no FIN: TCP
- * keepalive notices it after link_timeout_s of silence (a first probe
- * after a third of it, then probes a third apart), instead of never.
+ * keepalive notices it after link_timeout_s of silence (two probes a
+ * third of it apart, the last at link_timeout_s), instead of never.
  * Keepalive is silent while sent data waits for its ACK (retransmissions
  * would go on for 15 minutes): TCP_USER_TIMEOUT bounds that wait too.
  * Both are answered by the peer's kernel, so a busy peer is not lost;
@@ -265,9 +265,9 @@ bool cookie_equal(const char *a, const char *b)
  * the probes (Linux 5.11 and later). */
 void tcp_tune(int fd, long link_timeout_s)
 {
-	int on = 1;
-	int idle = link_timeout_s >= 3 ? (int)(link_timeout_s / 3) : 1;
-	int intvl = idle, cnt = link_timeout_s > idle ? (int)((link_timeout_s - idle) / intvl) : 1;
+	int on = 1, cnt = 2;
+	int intvl = link_timeout_s >= 3 ? (int)(link_timeout_s / 3) : 1;
+	int idle = (int)link_timeout_s - 2 * intvl > 1 ? (int)link_timeout_s - 2 * intvl : 1;
 	unsigned int user_timeout_ms = (unsigned int)link_timeout_s * 1000u;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));

@@ -784,6 +784,13 @@ static int req_conclude(struct vd_ofi_nic *on, struct vd_ofi_conn *c, struct vd_
 		err = -ENOENT;          /* nobody listens or waits there */
 	else if (!err && c->hs_state == 3)
 		err = -ECONNREFUSED;
+	if (err) {
+		/* Given up: an ACC from now on is refused (vd_ofi_on_cm), and
+		 * one that came since the wait ended is refused here. */
+		atomic_store(&c->dead, true);
+		if (c->hs_state == 2)
+			late_acc(on, c, &c->hs_peer);
+	}
 	pthread_mutex_unlock(&on->lock);
 	if (!err)
 		err = req_finish(on, c);
