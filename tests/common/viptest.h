@@ -156,8 +156,9 @@ void vt_skip_without_memlock(size_t need);
  * line; returns the exit status. */
 int vt_run_main(int (*a)(void *), int (*b)(void *), size_t memlock, unsigned timeout_s);
 /* main() of a two-process test over the ofi provider (libfabric's tcp,
- * a fixed job key): vt_fork2(a, b), and "ok: OK" when both passed;
- * returns the exit status. */
+ * a fixed job key; vt_side_open then opens it): skip (77) where it does
+ * not open, else vt_fork2(a, b), and "ok: OK" when both passed; returns
+ * the exit status. */
 int vt_ofi_run_main(int (*a)(void *), int (*b)(void *), unsigned timeout_s, const char *ok);
 
 /* ---- leak checks --------------------------------------------------------- */

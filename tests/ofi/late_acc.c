@@ -22,73 +22,62 @@ static char disc[32];
 /* The child: one request that gives up, then one that waits. */
 static int requester(void *arg)
 {
-	VIP_NIC_HANDLE nic;
-	VIP_VI_HANDLE vi;
-	VIP_VI_ATTRIBUTES va, ra;
+	struct vt_side s;
+	VIP_VI_ATTRIBUTES ra;
+	VIP_NET_ADDRESS *local, *remote;
 	VIP_RETURN rc;
 	uint64_t end = vt_now_ms() + 5000;
 
-	VIP_NET_ADDRESS *local, *remote;
-
 	(void)arg;
-	if (VipOpenNic("ofi", &nic) != VIP_SUCCESS)
-		return VDT_SKIP;
-	va = vt_vi_attrs(nic, VIP_SERVICE_RELIABLE_DELIVERY);
-	VT_OK(VipCreateVi(nic, &va, NULL, NULL, &vi));
-	local = vt_addr(nic, disc);
-	remote = vt_peer_addr(nic, disc);
+	vt_side_open(&s, VIP_SERVICE_RELIABLE_DELIVERY, NULL);
+	local = vt_addr(s.nic, disc);
+	remote = vt_peer_addr(s.nic, disc);
 	VDT_CHECK(local && remote);
 	/* The listener is up once the parent says so. */
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	do
-		rc = VipConnectRequest(vi, local, remote, REQUEST_MS, &ra);
+		rc = VipConnectRequest(s.vi, local, remote, REQUEST_MS, &ra);
 	while (rc == VIP_NO_MATCH && vt_now_ms() < end);
 	VDT_CHECK_EQ(rc, VIP_TIMEOUT);
 	free(local);
 	free(remote);
 	VDT_CHECK(vt_sync(vt_fd) == 0);         /* the accept has failed */
-	VT_OK(vt_client_connect(nic, vi, disc, 10000));
+	vt_side_connect(&s, disc);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
-	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	vt_side_close(&s);
 	return 0;
 }
 
 static int accepter(void *arg)
 {
-	VIP_NIC_HANDLE nic;
-	VIP_VI_HANDLE vi;
-	VIP_VI_ATTRIBUTES va, ra;
+	struct vt_side s;
+	VIP_VI_ATTRIBUTES ra;
 	VIP_NET_ADDRESS *remote = malloc(256), *local;
 	VIP_CONN_HANDLE ch;
 	uint64_t t0, ms;
 	VIP_RETURN rc;
 
 	(void)arg;
-	if (VipOpenNic("ofi", &nic) != VIP_SUCCESS) {
-		printf("SKIP: the ofi provider cannot open here\n");
-		return VDT_SKIP;
-	}
-	local = vt_addr(nic, disc);
+	vt_side_open(&s, VIP_SERVICE_RELIABLE_DELIVERY, NULL);
+	local = vt_addr(s.nic, disc);
 	VDT_CHECK(remote && local);
-	va = vt_vi_attrs(nic, VIP_SERVICE_RELIABLE_DELIVERY);
-	VT_OK(VipCreateVi(nic, &va, NULL, NULL, &vi));
-	VT_EXPECT(VipConnectWait(nic, local, 50, remote, &ra, &ch), VIP_TIMEOUT);
+	VT_EXPECT(VipConnectWait(s.nic, local, 50, remote, &ra, &ch), VIP_TIMEOUT);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
-	VT_OK(VipConnectWait(nic, local, 10000, remote, &ra, &ch));
+	VT_OK(VipConnectWait(s.nic, local, 10000, remote, &ra, &ch));
 	usleep(ACCEPT_DELAY_MS * 1000);        /* the requester has given up */
 	t0 = vt_now_ms();
-	rc = VipConnectAccept(ch, vi);
+	rc = VipConnectAccept(ch, s.vi);
 	ms = vt_now_ms() - t0;
 	printf("an accept that came %d ms after a %d ms request: %s in %llu ms\n",
 	       ACCEPT_DELAY_MS, REQUEST_MS, vt_ret_str(rc), (unsigned long long)ms);
 	VDT_CHECK(rc != VIP_SUCCESS);
 	VDT_CHECK(ms < 2000);                   /* not the 5 s confirmation wait */
 	VDT_CHECK(vt_sync(vt_fd) == 0);
-	VT_OK(vt_server_accept(nic, vi, disc, 10000));
+	vt_side_connect(&s, disc);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	free(remote);
 	free(local);
-	vt_side_close(&(struct vt_side){ .nic = nic, .vi = vi });
+	vt_side_close(&s);
 	return 0;
 }
 

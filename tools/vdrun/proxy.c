@@ -146,17 +146,18 @@ static int bootstrap(long *timeout_s)
 {
 	char line[2048], *w[10];
 	long h, port, t, link = LINK_TIMEOUT_S;
-	int fd, null, nw = -1;
+	int fd, null, nw = -1, want = 0;        /* words version 1 or 2 has */
 
 	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) == 0 &&
-	    (nw = wire_words(line, w, 10)) >= 2 && strcmp(w[0], "vdrun-proxy") == 0 &&
-	    strcmp(w[1], "1") != 0 && strcmp(w[1], "2") != 0) {
-		say("vdrun on the first host speaks version %.16s; this one speaks 1 and 2: "
-		    "run the same viaduct on every host", w[1]);
-		return -1;
+	    (nw = wire_words(line, w, 10)) >= 2 && strcmp(w[0], "vdrun-proxy") == 0) {
+		want = !strcmp(w[1], "1") ? 8 : !strcmp(w[1], "2") ? 9 : 0;
+		if (!want) {
+			say("vdrun on the first host speaks version %.16s; this one speaks 1 and 2: "
+			    "run the same viaduct on every host", w[1]);
+			return -1;
+		}
 	}
-	if (nw != (nw >= 2 && !strcmp(w[1], "2") ? 9 : 8) || strcmp(w[0], "vdrun-proxy") != 0 ||
-	    !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
+	if (!want || nw != want || !wire_int(w[2], 0, VDRUN_MAX_HOSTS - 1, &h) ||
 	    wire_decode(w[3], P.host, sizeof(P.host)) != 0 || !wire_int(w[5], 1, 65535, &port) ||
 	    strlen(w[6]) != 32 || !wire_int(w[7], 1, 86400, &t) ||
 	    (nw == 9 && !wire_int(w[8], 2, 3600, &link))) {

@@ -126,27 +126,17 @@ static void callback_addr(const char *host, char *out, size_t len)
 		snprintf(out, len, "localhost");
 }
 
-static long timeout_from_env(void)
+/* Seconds from the environment variable `name`, lo to hi (a usage error
+ * otherwise), or `unset` without it. */
+static long seconds_from_env(const char *name, long lo, long hi, long unset)
 {
-	const char *v = getenv("VIADUCT_VDRUN_TIMEOUT");
+	const char *v = getenv(name);
 	long t;
 
 	if (!v)
-		return CONNECT_TIMEOUT_S;
-	if (!wire_int(v, 1, 86400, &t))
-		usage_error("VIADUCT_VDRUN_TIMEOUT: '%s' is not a number of seconds from 1 to 86400", v);
-	return t;
-}
-
-static long link_timeout_from_env(void)
-{
-	const char *v = getenv("VIADUCT_VDRUN_LINK_TIMEOUT");
-	long t;
-
-	if (!v)
-		return LINK_TIMEOUT_S;
-	if (!wire_int(v, 2, 3600, &t))
-		usage_error("VIADUCT_VDRUN_LINK_TIMEOUT: '%s' is not a number of seconds from 2 to 3600", v);
+		return unset;
+	if (!wire_int(v, lo, hi, &t))
+		usage_error("%s: '%s' is not a number of seconds from %ld to %ld", name, v, lo, hi);
 	return t;
 }
 
@@ -258,8 +248,10 @@ int remote_setup(struct job *job)
 		job->pending[i].fd = -1;
 	if (!job_is_remote(o))
 		return 0;
-	job->connect_timeout_s = timeout_from_env();
-	job->link_timeout_s = link_timeout_from_env();
+	job->connect_timeout_s = seconds_from_env("VIADUCT_VDRUN_TIMEOUT", 1, 86400,
+						  CONNECT_TIMEOUT_S);
+	job->link_timeout_s = seconds_from_env("VIADUCT_VDRUN_LINK_TIMEOUT", 2, 3600,
+					       LINK_TIMEOUT_S);
 	if ((err = self_path(self, sizeof(self))) != 0) {
 		fprintf(stderr, "vdrun: %s\n", err == -2 ? "the path of vdrun has characters a "
 			"remote shell would split; install it elsewhere" : "cannot find vdrun's path");

@@ -345,6 +345,7 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 {
 	struct vd_ofi_cm cm;
 	struct vd_ofi_conn *c;
+	bool ours;
 
 	(void)from;
 	if (h->len != sizeof(cm))
@@ -358,11 +359,12 @@ void vd_ofi_on_cm(struct vd_ofi_nic *on, struct vd_ofi_ep *ep, const struct vd_o
 		return;
 	}
 	c = h->conn < on->nconns ? on->conns[h->conn] : NULL;
-	if (c && c->token == h->token && !ep->listener && c->hs_state == 1 &&
-	    atomic_load(&c->dead)) {
+	/* A handshake of ours, still waiting for an answer? */
+	ours = c && c->token == h->token && !ep->listener && c->hs_state == 1;
+	if (ours && atomic_load(&c->dead)) {
 		if (h->type == VD_OFI_CONN_ACC)
 			late_acc(on, c, &cm);
-	} else if (c && c->token == h->token && !ep->listener && c->hs_state == 1) {
+	} else if (ours) {
 		if (h->type == VD_OFI_CONN_ACC && cm_valid(on, &cm, "ACC", c->nonce_req)) {
 			c->hs_state = 2;
 			c->hs_acc_ns = vd_now_ns();
