@@ -42,4 +42,17 @@ if [ -x "$startup" ] && [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
 		mt_bad "peak RSS of a rank over ofi: '${rss:-no figure}' KiB, more than 100 MiB"
 	fi
 fi
+# libfabric is loaded by ranks that use the fabric only: a job on one
+# host over shm never maps it (its dependencies sleep 0.2 s at load).
+hello=$B/examples/mpi_hello
+if [ -x "$hello" ]; then
+	loads() { LD_DEBUG=files timeout 60 "$VDRUN" -n 2 "$hello" 2>&1 | grep -c "file=libfabric[.]so.*loaded by"; }
+	over_ofi=$(loads)
+	over_shm=$(VIADUCT_MPI_NET=shm loads)
+	if [ "$over_ofi" -eq 2 ] && [ "$over_shm" -eq 0 ]; then
+		mt_ok "libfabric loaded by 2 ranks over ofi, by none over shm"
+	else
+		mt_bad "libfabric loaded by $over_ofi ranks over ofi (2 expected), $over_shm over shm (0)"
+	fi
+fi
 mt_done

@@ -70,6 +70,22 @@
 #define VD_OFI_ZC_DEPTH 8           /* RDMA transfers a target runs at once per VI */
 #define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
 
+/* ---- libfabric, opened at run time (ofi_lib.c) ----------------------------- */
+/* The functions libfabric exports by symbol that the provider calls;
+ * valid once vd_ofi_lib_load() returned 0. */
+struct vd_fi_lib {
+	int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info);
+	void (*freeinfo)(struct fi_info *info);
+	struct fi_info *(*dupinfo)(const struct fi_info *info);
+	int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+	const char *(*strerror)(int errnum);
+};
+extern struct vd_fi_lib vd_fi;
+
+/* Load libfabric once: 0, or -ENODEV after saying why on stderr. */
+int vd_ofi_lib_load(void);
+
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
 #define VD_OFI_VERSION 5u

@@ -25,7 +25,7 @@
 
 static struct fi_info *hints_make(const char *prov, uint64_t caps)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = vd_fi.dupinfo(NULL);
 
 	if (!h)
 		return NULL;
@@ -121,8 +121,8 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 			free(h->fabric_attr->prov_name);
 			h->fabric_attr->prov_name = strdup(on->info->fabric_attr->prov_name);
 		}
-		r = fi_getinfo(OFI_API, on->iface_ip, service, FI_SOURCE, h, &all);
-		fi_freeinfo(h);
+		r = vd_fi.getinfo(OFI_API, on->iface_ip, service, FI_SOURCE, h, &all);
+		vd_fi.freeinfo(h);
 		if (r != -FI_ENODATA || !first || caps == FI_MSG)
 			break;
 		caps = FI_MSG;
@@ -130,12 +130,12 @@ static int info_get(struct vd_ofi_nic *on, const char *spec, const char *service
 	if (r) {
 		fprintf(stderr, "viaduct: ofi: no libfabric provider%s%s for %s: %s\n",
 			prov && *prov ? " " : "", prov && *prov ? prov : "",
-			on->iface_ip, fi_strerror(-r));
+			on->iface_ip, vd_fi.strerror(-r));
 		return r == -FI_ENODATA ? -ENODEV : -EIO;
 	}
 	i = pick(all, prov && *prov);
-	*out = fi_dupinfo(i);
-	fi_freeinfo(all);
+	*out = vd_fi.dupinfo(i);
+	vd_fi.freeinfo(all);
 	if (first && *out) {
 		uint64_t zc_min = VD_OFI_ZC_MIN;
 		(void)viaduct_param_uint("VIADUCT_OFI_ZC_MIN", VD_OFI_ZC_MIN, &zc_min);
@@ -190,7 +190,7 @@ static int fabric_open(struct vd_ofi_nic *on)
 {
 	struct fi_av_attr av = { .type = FI_AV_TABLE };
 
-	if (fi_fabric(on->info->fabric_attr, &on->fabric, NULL) ||
+	if (vd_fi.fabric(on->info->fabric_attr, &on->fabric, NULL) ||
 	    fi_domain(on->fabric, on->info, &on->domain, NULL))
 		return -EIO;
 	on->mr_mode = (uint64_t)on->info->domain_attr->mr_mode;
@@ -220,7 +220,7 @@ static struct vd_ofi_op *op_alloc(struct vd_ofi_nic *on, struct fid_ep *ep)
 	r = vd_ofi_mr_make(on, ep, op->buf, VD_OFI_MSG_MAX, FI_SEND | FI_RECV, &op->mr);
 	pthread_mutex_unlock(&on->fab_lock);
 	if (r) {
-		vd_log("ofi: registering a message buffer: %s", fi_strerror(-r));
+		vd_log("ofi: registering a message buffer: %s", vd_fi.strerror(-r));
 		free(op);
 		return NULL;
 	}
@@ -251,7 +251,7 @@ void vd_ofi_repost(struct vd_ofi_op *op)
 		pthread_mutex_unlock(&e->on->fab_lock);
 	} while (r == -FI_EAGAIN && !atomic_load(&e->on->stop));
 	if (r && r != -FI_EAGAIN)
-		vd_log("ofi: fi_recv: %s", fi_strerror(-r));
+		vd_log("ofi: fi_recv: %s", vd_fi.strerror(-r));
 }
 
 struct vd_ofi_op *vd_ofi_detach(struct vd_ofi_op *op)
@@ -289,7 +289,7 @@ int vd_ofi_ep_open(struct vd_ofi_nic *on, struct vd_ofi_ep *e, const char *servi
 	if (!err && fi_getname(&e->ep->fid, e->name, &e->name_len))
 		err = -EIO;
 	pthread_mutex_unlock(&on->fab_lock);
-	fi_freeinfo(info);
+	vd_fi.freeinfo(info);
 	if (err)
 		return err;
 	for (int i = 0; i < VD_OFI_RX_BUFS; i++) {
@@ -903,6 +903,8 @@ static int nic_start(struct vd_ofi_nic *on, const char *spec)
 	int err = vd_ofi_job_key(on->job_key);
 
 	if (!err)
+		err = vd_ofi_lib_load();
+	if (!err)
 		err = vd_ofi_pick_iface(on->iface_ip, sizeof(on->iface_ip), on->host);
 	if (!err)
 		err = info_get(on, spec, NULL, &on->info);
@@ -989,7 +991,7 @@ void vd_ofi_nic_close(struct vd_nic *nic)
 	if (on->fabric)
 		fi_close(&on->fabric->fid);
 	if (on->info)
-		fi_freeinfo(on->info);
+		vd_fi.freeinfo(on->info);
 	while (on->tx_all) {
 		struct vd_ofi_op *op = on->tx_all;
 		on->tx_all = op->all_next;

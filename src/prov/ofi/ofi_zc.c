@@ -145,7 +145,7 @@ int vd_ofi_zc_move(struct vd_ofi_conn *c, bool pull, void *local, size_t len,
 	if (r == -FI_EAGAIN)
 		return -EAGAIN;
 	vd_log("ofi: connection %u: fi_%smsg: %s", c->idx, pull ? "read" : "write",
-	       fi_strerror((int)-r));
+	       vd_fi.strerror((int)-r));
 	return -EIO;
 }
 
@@ -156,7 +156,7 @@ void vd_ofi_zc_complete(struct vd_ofi_op *op, int err)
 	if (err) {
 		int none = 0;
 		vd_log("ofi: connection %u: a zero-copy transfer failed: %s", c->idx,
-		       fi_strerror(err));
+		       vd_fi.strerror(err));
 		atomic_compare_exchange_strong(op->run ? &op->run->err : &c->zc_err, &none, err);
 	}
 	atomic_fetch_sub(&c->on->zc_busy[op->tpt_idx], 1);

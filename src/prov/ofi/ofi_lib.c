@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ofi provider: libfabric, opened when the first NIC needs it.
+ *
+ * Linked, libfabric would be loaded into every process that loads
+ * libviaduct, and with it its own dependencies: Debian's libpsm2 and
+ * libinfinipath calibrate a clock in their constructors, 0.2 s of
+ * sleep at every start of a program that never leaves its host.  The
+ * provider calls five of libfabric's functions by symbol (the rest are
+ * inline calls through the objects' operation tables), looked up with
+ * the symbol versions a program built against the same headers gets
+ * (cmake/ViaductFabric.cmake), so the fi_info layout matches.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "prov/ofi/ofi.h"
+
+struct vd_fi_lib vd_fi;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_err;
+
+#ifndef VD_FI_SONAME
+#define VD_FI_SONAME "libfabric.so.1"
+#endif
+
+/* The version each function was linked with at build time, else NULL
+ * (a libfabric without symbol versions: the plain name). */
+#ifdef VD_FI_VER_getinfo
+#define VER_getinfo VD_FI_VER_getinfo
+#else
+#define VER_getinfo NULL
+#endif
+#ifdef VD_FI_VER_freeinfo
+#define VER_freeinfo VD_FI_VER_freeinfo
+#else
+#define VER_freeinfo NULL
+#endif
+#ifdef VD_FI_VER_dupinfo
+#define VER_dupinfo VD_FI_VER_dupinfo
+#else
+#define VER_dupinfo NULL
+#endif
+#ifdef VD_FI_VER_fabric
+#define VER_fabric VD_FI_VER_fabric
+#else
+#define VER_fabric NULL
+#endif
+#ifdef VD_FI_VER_strerror
+#define VER_strerror VD_FI_VER_strerror
+#else
+#define VER_strerror NULL
+#endif
+
+static void *lib_open(void)
+{
+	void *h = dlopen(VD_FI_SONAME, RTLD_NOW | RTLD_LOCAL);
+#ifdef VD_FI_LIBDIR
+	/* Where the build found it: a libfabric outside the loader's
+	 * search path, as a linked one would be found through the build's
+	 * own paths. */
+	if (!h) {
+		char path[4096];
+		if (snprintf(path, sizeof(path), "%s/%s", VD_FI_LIBDIR, VD_FI_SONAME) <
+		    (int)sizeof(path))
+			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+#endif
+	return h;
+}
+
+static void *lib_sym(void *h, const char *name, const char *ver)
+{
+	void *f = ver ? dlvsym(h, name, ver) : dlsym(h, name);
+
+	if (!f)
+		fprintf(stderr,
+			"viaduct: ofi: %s has no %s%s%s: it is not the libfabric viaduct "
+			"was built with; run with that one (LD_LIBRARY_PATH)\n",
+			VD_FI_SONAME, name, ver ? "@" : "", ver ? ver : "");
+	return f;
+}
+
+/* Never unloaded: libfabric's own threads and handlers may outlive any
+ * one NIC. */
+static void lib_load(void)
+{
+	void *h = lib_open();
+
+	if (!h) {
+		fprintf(stderr, "viaduct: ofi: cannot load libfabric: %s\n", dlerror());
+		load_err = -ENODEV;
+		return;
+	}
+	/* POSIX leaves object-to-function pointer casts to the platform;
+	 * dlsym's own contract makes them valid here. */
+	*(void **)&vd_fi.getinfo = lib_sym(h, "fi_getinfo", VER_getinfo);
+	*(void **)&vd_fi.freeinfo = lib_sym(h, "fi_freeinfo", VER_freeinfo);
+	*(void **)&vd_fi.dupinfo = lib_sym(h, "fi_dupinfo", VER_dupinfo);
+	*(void **)&vd_fi.fabric = lib_sym(h, "fi_fabric", VER_fabric);
+	*(void **)&vd_fi.strerror = lib_sym(h, "fi_strerror", VER_strerror);
+	if (!vd_fi.getinfo || !vd_fi.freeinfo || !vd_fi.dupinfo || !vd_fi.fabric ||
+	    !vd_fi.strerror)
+		load_err = -ENODEV;
+}
+
+int vd_ofi_lib_load(void)
+{
+	pthread_once(&load_once, lib_load);
+	return load_err;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libfabric is loaded when an ofi NIC opens, not with libviaduct: a
+ * program that uses shared memory only never maps it (its dependencies
+ * cost 0.2 s at every process start), and one that opens an ofi NIC
+ * gets it.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vdtest.h"
+#include "viptest.h"
+
+static bool fabric_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	bool found = false;
+
+	VDT_CHECK(f != NULL);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libfabric.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+int main(void)
+{
+	VIP_NIC_HANDLE nic;
+
+	unsetenv("VIADUCT_PROVIDER");
+	VDT_CHECK(!fabric_mapped());
+	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) == VIP_SUCCESS);
+	VDT_CHECK(VipCloseNic(nic) == VIP_SUCCESS);
+	VDT_CHECK(!fabric_mapped());
+	printf("ok: a shared-memory NIC leaves libfabric unloaded\n");
+
+	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+	setenv("VIADUCT_PROVIDER", "ofi:tcp", 1);
+	if (VipOpenNic("/dev/via_lo", &nic) != VIP_SUCCESS) {
+		printf("SKIP: the ofi provider cannot open here\n");
+		return VDT_SKIP;
+	}
+	VDT_CHECK(fabric_mapped());
+	VDT_CHECK(VipCloseNic(nic) == VIP_SUCCESS);
+	/* A second NIC after the first closed: the library stays loaded. */
+	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) == VIP_SUCCESS);
+	VDT_CHECK(VipCloseNic(nic) == VIP_SUCCESS);
+	printf("ok: an ofi NIC loads libfabric, and a second one opens too\n");
+	return 0;
+}
