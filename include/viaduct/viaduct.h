@@ -74,15 +74,14 @@ extern "C" {
  * MPI library at MPI_THREAD_SERIALIZED is the intended user.  A provider
  * with a progress thread of its own (ofi) keeps the locks regardless. */
 #define VIADUCT_VI_RING_SOLO 0x4u
-/* A deeper message ring (viaduct_ring_*), where the provider sizes one of
- * its own: shm 512 KiB a direction instead of 128 KiB (ofi ignores the
- * flag).  A sender with many messages in flight then waits less for the
- * receiver to make room: between two processes on one host, 1-16 KiB
- * messages in windows of 64 go 10-35% faster, both ways at once the
- * most.  The cost is four times the memory and cache lines a connection
- * cycles through, so an MPI library sets it where a host has few ranks.
- * The requesting VI's flag, at the time of the request, sizes the
- * connection. */
+/* A deeper message ring (viaduct_ring_*): 512 KiB a direction instead of
+ * 128 KiB (shm and ofi).  A sender with many messages in flight then
+ * waits less for the receiver to make room: between two processes on
+ * one host, 1-16 KiB messages in windows of 64 go 10-35% faster, both
+ * ways at once the most.  The cost is four times the memory and cache
+ * lines a connection cycles through, so an MPI library sets it where a
+ * host has few ranks.  The requesting VI's flag, at the time of the
+ * request, sizes the connection. */
 #define VIADUCT_VI_DEEP_RING 0x8u
 #define VIADUCT_VI_FLAGS_ALL (VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_SPLIT_RECV | \
 			      VIADUCT_VI_RING_SOLO | VIADUCT_VI_DEEP_RING)

@@ -131,8 +131,20 @@ size_t vd_eager_max(int peer)
 /* Up to this many ranks on a host, its connections get deep message
  * rings (VIADUCT_VI_DEEP_RING): 16 ranks that all talk to all hold 120
  * pairs x 2 directions x 512 KiB = 120 MiB of rings, as many as 32 ranks
- * with the ordinary 128 KiB ones. */
+ * with the ordinary 128 KiB ones.  A rank's connections through the
+ * network get them while it has at most this many peers there: each
+ * holds a receive ring of its own, 8 MiB at 16. */
 #define DEEP_RING_RANKS 16
+
+/* Ranks this one reaches through the network. */
+static uint64_t net_peers(void)
+{
+	uint64_t n = 0;
+
+	for (int r = 0; r < vd_mpi.size; r++)
+		n += r != vd_mpi.rank && vd_place_via(r) == VD_T_OFI;
+	return n;
+}
 
 /* ---- the pool ------------------------------------------------------------------ */
 
@@ -386,7 +398,7 @@ int vd_wire_init(void)
 		return err;
 	if ((err = vd_place_exchange()))
 		return err;
-	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep);
+	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep, net_peers() <= deep);
 	for (int k = 0; k < VD_T_N; k++)
 		cursor[k] = W.t[k].pool;
 	for (int r = 0; r < vd_mpi.size; r++) {

@@ -118,19 +118,21 @@ VIP_NET_ADDRESS *vd_conn_addr(uint8_t *room, enum vd_transport k, int host_rank,
 	return a;
 }
 
-/* Written before the threads that read it are created. */
-static uint32_t deep_flag;
+/* Written before the threads that read them are created. */
+static uint32_t deep_local, deep_remote;
 
-void vd_conn_deep_rings(bool deep)
+void vd_conn_deep_rings(bool local, bool remote)
 {
-	deep_flag = deep ? VIADUCT_VI_DEEP_RING : 0;
+	deep_local = local ? VIADUCT_VI_DEEP_RING : 0;
+	deep_remote = remote ? VIADUCT_VI_DEEP_RING : 0;
 }
 
 int vd_conn_vi_open(VIP_NIC_HANDLE nic, VIP_CQ_HANDLE cq, int rank, VIP_VI_HANDLE *vi)
 {
 	VIP_VI_ATTRIBUTES va = { 0 };
 	/* SOLO: once adopted, only the engine's thread touches the VI. */
-	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_RING_SOLO | deep_flag,
+	uint32_t deep = vd_place_via(rank) == VD_T_SHM ? deep_local : deep_remote;
+	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_RING_SOLO | deep,
 				      VIADUCT_XFER_AUTO };
 
 	va.ReliabilityLevel = VIP_SERVICE_RELIABLE_DELIVERY;

@@ -11,8 +11,9 @@
 #include "engine.h"
 
 /* Before any VI is opened (vd_conn_start, or the eager start-up): whether
- * VIs get VIADUCT_VI_DEEP_RING. */
-void vd_conn_deep_rings(bool deep);
+ * VIs to peers through shm, and through the network, get
+ * VIADUCT_VI_DEEP_RING. */
+void vd_conn_deep_rings(bool local, bool remote);
 /* The peer's address on transport k for the pair (from, to); from -1
  * names to's listener (lazy connections). */
 VIP_NET_ADDRESS *vd_conn_addr(uint8_t *room, enum vd_transport k, int host_rank, int from,

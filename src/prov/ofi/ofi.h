@@ -69,6 +69,7 @@
 #define VD_OFI_PORT_PROBES 8u
 #define VD_OFI_ZC_DEPTH 8           /* RDMA transfers a target runs at once per VI */
 #define VD_OFI_RING_BYTES (128u * 1024u)   /* message ring per direction */
+#define VD_OFI_RING_BYTES_DEEP (512u * 1024u)      /* ...on a VIADUCT_VI_DEEP_RING VI */
 
 /* ---- libfabric, opened at run time (ofi_lib.c) ----------------------------- */
 /* The functions libfabric exports by symbol that the provider calls;
@@ -88,7 +89,7 @@ int vd_ofi_lib_load(void);
 
 /* ---- wire format ---------------------------------------------------------- */
 #define VD_OFI_MAGIC 0x7664u        /* "vd" */
-#define VD_OFI_VERSION 5u
+#define VD_OFI_VERSION 6u
 
 enum vd_ofi_type {
 	VD_OFI_CONN_REQ = 1,        /* to a listener: connect, please */
@@ -126,6 +127,9 @@ enum vd_ofi_type {
 
 /* cm.rdma_flags: the sender takes zero-copy transfers (VD_OFI_F_ZC). */
 #define VD_OFI_CM_ZC 0x80000000u
+/* cm.rdma_flags: the sender's receive ring is VD_OFI_RING_BYTES_DEEP
+ * (else VD_OFI_RING_BYTES); the peer places its messages by that size. */
+#define VD_OFI_CM_DEEP_RING 0x40000000u
 
 struct vd_ofi_hdr {
 	uint16_t magic;
@@ -407,6 +411,8 @@ struct vd_ofi_conn {
 	 * receiver's ring, placed the same way by both ends. */
 	struct vd_ofi_ring *ring;   /* rq.lock: receive side, made at the
 	                             * first message */
+	uint32_t ring_bytes;        /* our receive ring's size, and the */
+	uint32_t peer_ring_bytes;   /* peer's: both fixed by the handshake */
 	_Atomic uint64_t ring_tx_pos;   /* sq.lock writes: end of what we sent */
 	_Atomic uint64_t ring_credit;   /* progress writes: what the peer released */
 	_Atomic uint64_t ring_released; /* rq.lock writes: how far we released */

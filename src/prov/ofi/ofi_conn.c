@@ -61,6 +61,7 @@ static struct vd_ofi_conn *conn_new(struct vd_ofi_nic *on, struct vd_vi *vi)
 	c->on = on;
 	c->vi = vi;
 	c->token = vd_random64() | 1;
+	c->ring_bytes = c->peer_ring_bytes = VD_OFI_RING_BYTES;
 	vd_lock_init(&c->in_lock);
 	c->in_tail = &c->in_head;
 	c->rin_tail = &c->rin_head;
@@ -185,7 +186,22 @@ static void cm_fill(struct vd_ofi_nic *on, struct vd_ofi_conn *c, struct vd_ofi_
 		cm->rdma_flags = (vi->attrs.EnableRdmaWrite ? VD_TPT_RDMA_WRITE : 0) |
 				 (vi->attrs.EnableRdmaRead ? VD_TPT_RDMA_READ : 0) |
 				 (on->zc ? VD_OFI_CM_ZC : 0);
+		if (c && c->ring_bytes == VD_OFI_RING_BYTES_DEEP)
+			cm->rdma_flags |= VD_OFI_CM_DEEP_RING;
 	}
+}
+
+/* The receive ring a requesting VI asks for, and the one a peer's
+ * handshake says it has. */
+static uint32_t ring_bytes_of(struct vd_vi *vi)
+{
+	return atomic_load(&vi->ext_flags) & VIADUCT_VI_DEEP_RING ? VD_OFI_RING_BYTES_DEEP
+								   : VD_OFI_RING_BYTES;
+}
+
+static uint32_t peer_ring_bytes(const struct vd_ofi_cm *cm)
+{
+	return cm->rdma_flags & VD_OFI_CM_DEEP_RING ? VD_OFI_RING_BYTES_DEEP : VD_OFI_RING_BYTES;
 }
 
 static void cm_seal(struct vd_ofi_nic *on, struct vd_ofi_cm *cm, const char *label, uint64_t salt)
@@ -640,6 +656,9 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 	c->peer_conn = req->cm.conn;
 	c->peer_token = req->cm.token;
 	c->zc = on->zc && (req->cm.rdma_flags & VD_OFI_CM_ZC);
+	/* The requesting VI's flag sizes both directions (as over shm);
+	 * each end's handshake still names the ring it receives into. */
+	c->ring_bytes = c->peer_ring_bytes = peer_ring_bytes(&req->cm);
 	c->nonce_req = req->cm.nonce_req;
 	c->nonce_acc = vd_random64();
 	cm_fill(on, c, &cm, NULL, vi);
@@ -670,6 +689,7 @@ int vd_ofi_connect_accept(struct vd_conn_req *req, struct vd_vi *vi)
 static void req_prepare(struct vd_ofi_nic *on, struct vd_ofi_conn *c, const VIP_NET_ADDRESS *local,
 			const VIP_NET_ADDRESS *remote, struct vd_vi *vi, struct vd_ofi_cm *cm)
 {
+	c->ring_bytes = ring_bytes_of(vi);
 	cm_fill(on, c, cm, local, vi);
 	cm->want_len = remote->DiscriminatorLen;
 	memcpy(cm->want, disc_of(remote), remote->DiscriminatorLen);
@@ -771,6 +791,7 @@ static int req_finish(struct vd_ofi_nic *on, struct vd_ofi_conn *c)
 	c->peer_conn = c->hs_peer.conn;
 	c->peer_token = c->hs_peer.token;
 	c->zc = on->zc && (c->hs_peer.rdma_flags & VD_OFI_CM_ZC);
+	c->peer_ring_bytes = peer_ring_bytes(&c->hs_peer);
 	c->nonce_acc = c->hs_peer.nonce_acc;
 	cm_fill(on, c, &cm, NULL, NULL);
 	cm_seal(on, &cm, "CFM", c->nonce_acc);

@@ -12,8 +12,10 @@
  * a quarter ring is unreported -- and the sender refuses (VIP_NOT_DONE)
  * a message that would overrun what is unreleased.  With a quarter-ring
  * report step and messages of at most 32 KiB, a sender whose receiver
- * has read everything always has room (unreported <= 32 KiB, the
- * message and the wrap it may skip <= 64 KiB, of 128 KiB).  A peer that
+ * has read everything always has room (unreported < a quarter ring, the
+ * message and the wrap it may skip <= 64 KiB: 96 of 128 KiB).
+ * The ring is 128 KiB, or 512 KiB on a VIADUCT_VI_DEEP_RING VI: each
+ * end says in its handshake which it receives into.  A peer that
  * ignores its credit, or claims a release that never happened, breaks
  * the connection.
  *
@@ -28,7 +30,6 @@
 #include "prov/ofi/ofi.h"
 #include "util/copy.h"
 
-#define RING_MASK ((uint64_t)VD_OFI_RING_BYTES - 1)
 #define WRAP_MARK 1u
 
 struct ring_entry {
@@ -36,12 +37,15 @@ struct ring_entry {
 	uint32_t mark;              /* WRAP_MARK: the rest of this lap is empty */
 };
 static_assert(sizeof(struct ring_entry) == 8, "ring entry layout");
-static_assert((VD_OFI_RING_BYTES & RING_MASK) == 0, "ring size: a power of two");
+static_assert((VD_OFI_RING_BYTES & (VD_OFI_RING_BYTES - 1)) == 0 &&
+		      (VD_OFI_RING_BYTES_DEEP & (VD_OFI_RING_BYTES_DEEP - 1)) == 0,
+	      "ring sizes: powers of two");
 static_assert(VIADUCT_RING_MAX_MSG + sizeof(struct ring_entry) <= VD_OFI_RING_BYTES / 4,
 	      "ring: room argument of the file comment");
 
 struct vd_ofi_ring {
-	uint8_t *buf;               /* VD_OFI_RING_BYTES */
+	uint8_t *buf;               /* bytes */
+	uint64_t bytes;             /* the connection's ring_bytes */
 	uint64_t wpos, rpos;        /* absolute byte positions */
 	uint32_t unread;            /* messages in the ring, counted in the CQ */
 	bool peeked;                /* rpos is at the message peek returned */
@@ -53,13 +57,14 @@ static uint64_t ring_units(uint32_t len)
 	return sizeof(struct ring_entry) + (((uint64_t)len + 7) & ~(uint64_t)7);
 }
 
-/* Where an entry of `units` bytes written at `pos` starts: at pos, or at
- * the next lap when it would not fit before the end. */
-static uint64_t ring_place(uint64_t pos, uint64_t units)
+/* Where an entry of `units` bytes written at `pos` of a ring of `bytes`
+ * starts: at pos, or at the next lap when it would not fit before the
+ * end. */
+static uint64_t ring_place(uint64_t pos, uint64_t units, uint64_t bytes)
 {
-	uint64_t off = pos & RING_MASK;
+	uint64_t off = pos & (bytes - 1);
 
-	return off + units > VD_OFI_RING_BYTES ? pos + (VD_OFI_RING_BYTES - off) : pos;
+	return off + units > bytes ? pos + (bytes - off) : pos;
 }
 
 /* ---- sender (sq.lock) ----------------------------------------------------------------- */
@@ -76,7 +81,7 @@ static void raise_to(_Atomic uint64_t *v, uint64_t x)
 
 static bool ring_room(struct vd_ofi_conn *c, uint64_t end)
 {
-	return end - atomic_load(&c->ring_credit) <= VD_OFI_RING_BYTES;
+	return end - atomic_load(&c->ring_credit) <= c->peer_ring_bytes;
 }
 
 int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const void *data,
@@ -90,7 +95,7 @@ int vd_ofi_ring_send(struct vd_vi *vi, const void *hdr, uint32_t hlen, const voi
 	if (!c || atomic_load(&c->broken))
 		return -ENOTCONN;
 	pos = atomic_load_explicit(&c->ring_tx_pos, memory_order_relaxed);
-	start = ring_place(pos, units);
+	start = ring_place(pos, units, c->peer_ring_bytes);
 	if (!ring_room(c, start + units)) {
 		vd_ofi_poll(c->on);     /* a credit may be on its way */
 		if (!ring_room(c, start + units))
@@ -138,10 +143,12 @@ static struct vd_ofi_ring *ring_get(struct vd_ofi_conn *c)
 {
 	if (!c->ring) {
 		struct vd_ofi_ring *r = calloc(1, sizeof(*r));
-		if (r && !(r->buf = malloc(VD_OFI_RING_BYTES))) {
+		if (r && !(r->buf = malloc(c->ring_bytes))) {
 			free(r);
 			r = NULL;
 		}
+		if (r)
+			r->bytes = c->ring_bytes;
 		c->ring = r;
 	}
 	return c->ring;
@@ -159,17 +166,17 @@ void vd_ofi_rx_ring(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi
 		vd_ofi_conn_break(c, VIP_ERROR_CATASTROPHIC, true);
 		return;
 	}
-	start = ring_place(r->wpos, units);
-	if (h->len > VIADUCT_RING_MAX_MSG || start + units - r->rpos > VD_OFI_RING_BYTES) {
+	start = ring_place(r->wpos, units, r->bytes);
+	if (h->len > VIADUCT_RING_MAX_MSG || start + units - r->rpos > r->bytes) {
 		vd_ofi_rx_fail(c, VIP_ERROR_CONN_LOST);     /* over its credit */
 		return;
 	}
 	if (start != r->wpos) {
 		struct ring_entry wrap = { 0, WRAP_MARK };
-		memcpy(r->buf + (r->wpos & RING_MASK), &wrap, sizeof(wrap));
+		memcpy(r->buf + (r->wpos & (r->bytes - 1)), &wrap, sizeof(wrap));
 	}
-	memcpy(r->buf + (start & RING_MASK), &e, sizeof(e));
-	vd_copy(r->buf + (start & RING_MASK) + sizeof(e), p, h->len);
+	memcpy(r->buf + (start & (r->bytes - 1)), &e, sizeof(e));
+	vd_copy(r->buf + (start & (r->bytes - 1)) + sizeof(e), p, h->len);
 	r->wpos = start + units;
 	r->unread++;
 	vi->stats.recvs++;
@@ -185,10 +192,10 @@ static const struct ring_entry *ring_front(struct vd_ofi_ring *r)
 
 	if (!r || r->rpos == r->wpos)
 		return NULL;
-	e = (struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+	e = (struct ring_entry *)(r->buf + (r->rpos & (r->bytes - 1)));
 	if (e->mark == WRAP_MARK) {
-		r->rpos += VD_OFI_RING_BYTES - (r->rpos & RING_MASK);
-		e = (struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+		r->rpos += r->bytes - (r->rpos & (r->bytes - 1));
+		e = (struct ring_entry *)(r->buf + (r->rpos & (r->bytes - 1)));
 	}
 	return e;
 }
@@ -231,7 +238,7 @@ int vd_ofi_ring_release(struct vd_vi *vi)
 
 	if (!r || !r->peeked)
 		return -EINVAL;
-	e = (const struct ring_entry *)(r->buf + (r->rpos & RING_MASK));
+	e = (const struct ring_entry *)(r->buf + (r->rpos & (r->bytes - 1)));
 	r->rpos += ring_units(e->len);
 	r->peeked = false;
 	r->drained = r->rpos == r->wpos;
@@ -239,7 +246,7 @@ int vd_ofi_ring_release(struct vd_vi *vi)
 	if (vi->recv_cq)
 		vd_ofi_cq_ring_count(vi->recv_cq, -1);
 	atomic_store(&c->ring_released, r->rpos);
-	if (r->rpos - atomic_load(&c->ring_reported) >= VD_OFI_RING_BYTES / 4 &&
+	if (r->rpos - atomic_load(&c->ring_reported) >= r->bytes / 4 &&
 	    !atomic_load(&c->broken) && vd_ofi_send_ctl(c, VD_OFI_RING_CREDIT, 0, r->rpos) == 0)
 		raise_to(&c->ring_reported, r->rpos);
 	return 0;
