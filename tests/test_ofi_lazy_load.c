@@ -3,7 +3,8 @@
  * libfabric is loaded when an ofi NIC opens, not with libviaduct: a
  * program that uses shared memory only never maps it (its dependencies
  * cost 0.2 s at every process start), and one that opens an ofi NIC
- * gets it.
+ * gets it.  With "fake": a library of that name that is not libfabric
+ * is refused with a message.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,9 +27,30 @@ static bool fabric_mapped(void)
 	return found;
 }
 
-int main(void)
+/* With a library named libfabric.so.1 that is not libfabric first on
+ * the loader's path: the ofi NIC does not open, twice, and nothing
+ * crashes. */
+static int fake_library(void)
 {
 	VIP_NIC_HANDLE nic;
+
+	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
+	setenv("VIADUCT_PROVIDER", "ofi:tcp", 1);
+	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) != VIP_SUCCESS);
+	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) != VIP_SUCCESS);
+	unsetenv("VIADUCT_PROVIDER");
+	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) == VIP_SUCCESS);
+	VDT_CHECK(VipCloseNic(nic) == VIP_SUCCESS);
+	printf("ok: a library that is not libfabric is refused, shm still opens\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	VIP_NIC_HANDLE nic;
+
+	if (argc > 1 && !strcmp(argv[1], "fake"))
+		return fake_library();
 
 	unsetenv("VIADUCT_PROVIDER");
 	VDT_CHECK(!fabric_mapped());

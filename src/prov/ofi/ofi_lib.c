@@ -13,8 +13,11 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "prov/ofi/ofi.h"
 
@@ -72,16 +75,30 @@ static void *lib_open(void)
 	return h;
 }
 
-static void *lib_sym(void *h, const char *name, const char *ver)
+/* The path the loader took it from, for messages. */
+static const char *lib_path(void *h)
 {
+	struct link_map *m = NULL;
+
+	return dlinfo(h, RTLD_DI_LINKMAP, &m) == 0 && m && m->l_name[0] ? m->l_name
+									 : VD_FI_SONAME;
+}
+
+/* The function `name` of the version the build linked against (the
+ * first one missing is named on stderr). */
+static bool lib_sym(void *h, void *slot, const char *name, const char *ver)
+{
+	/* POSIX leaves object-to-function pointer casts to the platform;
+	 * dlsym's own contract makes them valid here. */
 	void *f = ver ? dlvsym(h, name, ver) : dlsym(h, name);
 
 	if (!f)
 		fprintf(stderr,
 			"viaduct: ofi: %s has no %s%s%s: it is not the libfabric viaduct "
 			"was built with; run with that one (LD_LIBRARY_PATH)\n",
-			VD_FI_SONAME, name, ver ? "@" : "", ver ? ver : "");
-	return f;
+			lib_path(h), name, ver ? "@" : "", ver ? ver : "");
+	memcpy(slot, &f, sizeof(f));
+	return f != NULL;
 }
 
 /* Never unloaded: libfabric's own threads and handlers may outlive any
@@ -91,19 +108,16 @@ static void lib_load(void)
 	void *h = lib_open();
 
 	if (!h) {
-		fprintf(stderr, "viaduct: ofi: cannot load libfabric: %s\n", dlerror());
+		fprintf(stderr, "viaduct: ofi: cannot load libfabric (%s): %s\n", VD_FI_SONAME,
+			dlerror());
 		load_err = -ENODEV;
 		return;
 	}
-	/* POSIX leaves object-to-function pointer casts to the platform;
-	 * dlsym's own contract makes them valid here. */
-	*(void **)&vd_fi.getinfo = lib_sym(h, "fi_getinfo", VER_getinfo);
-	*(void **)&vd_fi.freeinfo = lib_sym(h, "fi_freeinfo", VER_freeinfo);
-	*(void **)&vd_fi.dupinfo = lib_sym(h, "fi_dupinfo", VER_dupinfo);
-	*(void **)&vd_fi.fabric = lib_sym(h, "fi_fabric", VER_fabric);
-	*(void **)&vd_fi.strerror = lib_sym(h, "fi_strerror", VER_strerror);
-	if (!vd_fi.getinfo || !vd_fi.freeinfo || !vd_fi.dupinfo || !vd_fi.fabric ||
-	    !vd_fi.strerror)
+	if (!lib_sym(h, &vd_fi.getinfo, "fi_getinfo", VER_getinfo) ||
+	    !lib_sym(h, &vd_fi.freeinfo, "fi_freeinfo", VER_freeinfo) ||
+	    !lib_sym(h, &vd_fi.dupinfo, "fi_dupinfo", VER_dupinfo) ||
+	    !lib_sym(h, &vd_fi.fabric, "fi_fabric", VER_fabric) ||
+	    !lib_sym(h, &vd_fi.strerror, "fi_strerror", VER_strerror))
 		load_err = -ENODEV;
 }
 
