@@ -24,10 +24,10 @@ function(viaduct_fabric_probe)
 		"  int r = fi_getinfo(FI_VERSION(1, 17), 0, 0, 0, i, &o);\n"
 		"  if (!r) r = fi_fabric(o->fabric_attr, &f, 0);\n"
 		"  fi_freeinfo(i); fi_freeinfo(o); return fi_strerror(r)[0]; }\n")
-	try_compile(ok "${dir}/build" SOURCES "${src}"
+	try_compile(_vd_fi_linked "${dir}/build" SOURCES "${src}"
 		LINK_LIBRARIES PkgConfig::LIBFABRIC
-		COPY_FILE "${dir}/probe")
-	if(NOT ok)
+		COPY_FILE "${dir}/probe" NO_CACHE)
+	if(NOT _vd_fi_linked)
 		message(FATAL_ERROR "libfabric: a program calling it does not link")
 	endif()
 	if(CMAKE_OBJDUMP)
@@ -37,11 +37,19 @@ function(viaduct_fabric_probe)
 	endif()
 	execute_process(COMMAND "${VIADUCT_OBJDUMP}" -T "${dir}/probe"
 		OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+	if(NOT rc EQUAL 0)
+		message(FATAL_ERROR "libfabric: ${VIADUCT_OBJDUMP} -T cannot read the probe program")
+	endif()
 	set(defs "")
 	foreach(f IN LISTS VIADUCT_FI_FUNCS)
 		# "...  *UND*  0000000000000000 (FABRIC_1.3) fi_getinfo"
 		if(dyn MATCHES "\\((FABRIC_[0-9.]+)\\)[ \t]+fi_${f}\n")
 			list(APPEND defs "VD_FI_VER_${f}=\"${CMAKE_MATCH_1}\"")
+		elseif(dyn MATCHES "FABRIC_")
+			# A versioned libfabric whose version of this one we could not
+			# read: plain dlsym would take the newest, maybe another layout.
+			message(FATAL_ERROR "libfabric: no symbol version of fi_${f} in "
+				"${VIADUCT_OBJDUMP} -T's output")
 		endif()
 	endforeach()
 
@@ -61,7 +69,11 @@ function(viaduct_fabric_probe)
 			set(soname "${CMAKE_MATCH_1}")
 		endif()
 		get_filename_component(libdir "${lib}" DIRECTORY)
-		list(APPEND defs "VD_FI_LIBDIR=\"${libdir}\"")
+		# Not in a cross build: the sysroot's folder means nothing on the
+		# target.
+		if(NOT CMAKE_CROSSCOMPILING)
+			list(APPEND defs "VD_FI_LIBDIR=\"${libdir}\"")
+		endif()
 	endif()
 	list(APPEND defs "VD_FI_SONAME=\"${soname}\"")
 	set(VIADUCT_FI_DEFS "${defs}" PARENT_SCOPE)

@@ -46,7 +46,7 @@ fi
 # host over shm never maps it (its dependencies sleep 0.2 s at load).
 hello=$B/examples/mpi_hello
 if [ -x "$hello" ]; then
-	loads() { LD_DEBUG=files timeout 60 "$VDRUN" -n 2 "$hello" 2>&1 | grep -c "file=libfabric[.]so.*loaded by"; }
+	loads() { LD_DEBUG=files timeout 60 "$VDRUN" -n 2 "$hello" 2>&1 | grep -c "file=[^ ]*libfabric[.]so[^ ]* .*loaded by"; }
 	over_ofi=$(loads)
 	over_shm=$(VIADUCT_MPI_NET=shm loads)
 	if [ "$over_ofi" -eq 2 ] && [ "$over_shm" -eq 0 ]; then

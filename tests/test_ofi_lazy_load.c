@@ -14,7 +14,7 @@
 #include "vdtest.h"
 #include "viptest.h"
 
-static bool fabric_mapped(void)
+static bool mapped(const char *path_part)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[4096];
@@ -22,9 +22,14 @@ static bool fabric_mapped(void)
 
 	VDT_CHECK(f != NULL);
 	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libfabric.so") != NULL;
+		found = strstr(line, path_part) != NULL;
 	fclose(f);
 	return found;
+}
+
+static bool fabric_mapped(void)
+{
+	return mapped("/libfabric.so");
 }
 
 /* With a library named libfabric.so.1 that is not libfabric first on
@@ -37,6 +42,8 @@ static int fake_library(void)
 	setenv("VIADUCT_JOB_KEY", "00112233445566778899aabbccddeeff", 1);
 	setenv("VIADUCT_PROVIDER", "ofi:tcp", 1);
 	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) != VIP_SUCCESS);
+	/* It was the impostor that was opened and refused. */
+	VDT_CHECK(mapped("fake_fabric/libfabric.so"));
 	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) != VIP_SUCCESS);
 	unsetenv("VIADUCT_PROVIDER");
 	VDT_CHECK(VipOpenNic("/dev/via_lo", &nic) == VIP_SUCCESS);

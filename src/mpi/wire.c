@@ -131,19 +131,38 @@ size_t vd_eager_max(int peer)
 /* Up to this many ranks on a host, its connections get deep message
  * rings (VIADUCT_VI_DEEP_RING): 16 ranks that all talk to all hold 120
  * pairs x 2 directions x 512 KiB = 120 MiB of rings, as many as 32 ranks
- * with the ordinary 128 KiB ones.  A rank's connections through the
- * network get them while it has at most this many peers there: each
- * holds a receive ring of its own, 8 MiB at 16. */
+ * with the ordinary 128 KiB ones.  Connections through the network get
+ * them while no rank has more than this many peers there: each holds a
+ * receive ring of its own, at most 8 MiB of them at 16. */
 #define DEEP_RING_RANKS 16
 
-/* Ranks this one reaches through the network. */
-static uint64_t net_peers(void)
+/* The most peers any rank of the job reaches through the network.  The
+ * same on every rank (the node map is the job's), so both ends of a pair
+ * choose the same ring, and none holds more than the bound's worth of
+ * deep receive rings, whichever end requested them. */
+static uint64_t net_peers_max(void)
 {
-	uint64_t n = 0;
+	int me = vd_place_node(vd_mpi.rank), *count = calloc((size_t)vd_mpi.size, sizeof(int));
+	int fewest = vd_mpi.size;
 
-	for (int r = 0; r < vd_mpi.size; r++)
-		n += r != vd_mpi.rank && vd_place_via(r) == VD_T_OFI;
-	return n;
+	if (!count)
+		return UINT64_MAX;      /* no deep rings */
+	for (int r = 0; r < vd_mpi.size; r++) {
+		int node = vd_place_node(r);
+		/* VIADUCT_MPI_NET=ofi: every peer, on this host too. */
+		if (r != vd_mpi.rank && node == me && vd_place_via(r) == VD_T_OFI)
+			fewest = 1;
+		if (node < 0 || node >= vd_mpi.size) {
+			free(count);    /* node numbers count hosts: below size */
+			return UINT64_MAX;
+		}
+		count[node]++;
+	}
+	for (int n = 0; n < vd_mpi.size; n++)
+		if (count[n] && count[n] < fewest)
+			fewest = count[n];
+	free(count);
+	return (uint64_t)(vd_mpi.size - fewest);
 }
 
 /* ---- the pool ------------------------------------------------------------------ */
@@ -248,7 +267,7 @@ static int connect_all(void)
 		enum vd_transport k = vd_place_via(r);
 		if (r == vd_mpi.rank)
 			continue;
-		err = vd_conn_vi_open(W.t[k].nic, W.t[k].cq, r, &vi[r]);
+		err = vd_conn_vi_open(k, W.t[k].nic, W.t[k].cq, r, &vi[r]);
 		if (!err && VipConnectPeerRequest(vi[r], vd_conn_addr(la, k, vd_mpi.rank, vd_mpi.rank, r),
 						  vd_conn_addr(ra, k, r, r, vd_mpi.rank),
 						  60000) != VIP_SUCCESS)
@@ -398,7 +417,7 @@ int vd_wire_init(void)
 		return err;
 	if ((err = vd_place_exchange()))
 		return err;
-	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep, net_peers() <= deep);
+	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep, net_peers_max() <= deep);
 	for (int k = 0; k < VD_T_N; k++)
 		cursor[k] = W.t[k].pool;
 	for (int r = 0; r < vd_mpi.size; r++) {

@@ -127,11 +127,12 @@ void vd_conn_deep_rings(bool local, bool remote)
 	deep_remote = remote ? VIADUCT_VI_DEEP_RING : 0;
 }
 
-int vd_conn_vi_open(VIP_NIC_HANDLE nic, VIP_CQ_HANDLE cq, int rank, VIP_VI_HANDLE *vi)
+int vd_conn_vi_open(enum vd_transport k, VIP_NIC_HANDLE nic, VIP_CQ_HANDLE cq, int rank,
+		    VIP_VI_HANDLE *vi)
 {
 	VIP_VI_ATTRIBUTES va = { 0 };
 	/* SOLO: once adopted, only the engine's thread touches the VI. */
-	uint32_t deep = vd_place_via(rank) == VD_T_SHM ? deep_local : deep_remote;
+	uint32_t deep = k == VD_T_SHM ? deep_local : deep_remote;
 	struct viaduct_vi_ext ext = { VIADUCT_VI_FLOW_CONTROL | VIADUCT_VI_RING_SOLO | deep,
 				      VIADUCT_XFER_AUTO };
 
@@ -208,7 +209,7 @@ static void answer(enum vd_transport k, const VIP_NET_ADDRESS *remote, VIP_CONN_
 			r = -1;
 		pthread_mutex_unlock(&C.lock);
 	}
-	if (r < 0 || vd_conn_vi_open(C.nic[k], C.cq[k], r, &vi)) {
+	if (r < 0 || vd_conn_vi_open(k, C.nic[k], C.cq[k], r, &vi)) {
 		VipConnectReject(ch);
 	} else {
 		rc = VipConnectAccept(ch, vi);
@@ -304,7 +305,7 @@ static void connect_to(int r)
 	VIP_VI_HANDLE vi;
 	VIP_RETURN rc = VIP_ERROR_RESOURCE;
 
-	if (!vd_conn_vi_open(C.nic[k], C.cq[k], r, &vi)) {
+	if (!vd_conn_vi_open(k, C.nic[k], C.cq[k], r, &vi)) {
 		pthread_mutex_lock(&C.lock);
 		C.inflight = vi;
 		pthread_mutex_unlock(&C.lock);
@@ -441,7 +442,7 @@ static void knock(enum vd_transport k)
 	VIP_VI_ATTRIBUTES attrs;
 	VIP_VI_HANDLE vi;
 
-	if (vd_conn_vi_open(C.nic[k], C.cq[k], vd_mpi.rank, &vi))
+	if (vd_conn_vi_open(k, C.nic[k], C.cq[k], vd_mpi.rank, &vi))
 		return;
 	(void)VipConnectRequest(vi, vd_conn_addr(la, k, vd_mpi.rank, vd_mpi.rank, vd_mpi.rank),
 				vd_conn_addr(ra, k, vd_mpi.rank, -1, vd_mpi.rank), LISTEN_MS,

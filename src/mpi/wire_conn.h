@@ -11,15 +11,17 @@
 #include "engine.h"
 
 /* Before any VI is opened (vd_conn_start, or the eager start-up): whether
- * VIs to peers through shm, and through the network, get
- * VIADUCT_VI_DEEP_RING. */
+ * VIs on shm, and on the network transport, get VIADUCT_VI_DEEP_RING.
+ * Every rank must decide the same for a pair: the requester's flag sizes
+ * the connection. */
 void vd_conn_deep_rings(bool local, bool remote);
 /* The peer's address on transport k for the pair (from, to); from -1
  * names to's listener (lazy connections). */
 VIP_NET_ADDRESS *vd_conn_addr(uint8_t *room, enum vd_transport k, int host_rank, int from,
 			      int to);
 /* A VI for peer `rank` on nic, its receive queue on cq: 0 or -errno. */
-int vd_conn_vi_open(VIP_NIC_HANDLE nic, VIP_CQ_HANDLE cq, int rank, VIP_VI_HANDLE *vi);
+int vd_conn_vi_open(enum vd_transport k, VIP_NIC_HANDLE nic, VIP_CQ_HANDLE cq, int rank,
+		    VIP_VI_HANDLE *vi);
 
 /* Lazy mode: listen on every transport with peers (nic[k] non-NULL) and
  * start the threads that accept and request connections.  0 or -errno. */

@@ -96,7 +96,7 @@ static const struct param params[] = {
 	{ "VIADUCT_PMIX_TIMEOUT_S", PT_UINT, "120", 1, 86400, NULL,
 	  "how long a PMIx call (fence, get) may wait for the launcher's server, in seconds" },
 	{ "VIADUCT_MPI_DEEP_RING_RANKS", PT_UINT, "16", 0, 1u << 20, NULL,
-	  "ranks on a host up to which its shm connections get 512 KiB message rings instead of 128 KiB, and network peers of a rank up to which its ofi connections do (0: never)" },
+	  "ranks on a host up to which its shm connections get 512 KiB message rings instead of 128 KiB, and network peers (the most any rank has) up to which the job's ofi connections do (0: never)" },
 	{ "VIADUCT_MPI_SPIN_US", PT_UINT, "20", 0, 10000000, NULL,
 	  "how long an MPI wait polls before it sleeps, in us (default 20; 1 when the host's ranks outnumber its CPUs, and then node-local collectives yield at once unless this is set)" },
 	{ "VIADUCT_MPI_SPIN_XFER_US", PT_UINT, "1000", 0, 10000000, NULL,

@@ -165,7 +165,8 @@ struct vd_ofi_cm {
 	uint8_t want[VD_OFI_MAX_DISC];
 	uint32_t reliability;       /* VIP_VI_ATTRIBUTES the peer needs */
 	uint32_t mtu;
-	uint32_t rdma_flags;        /* VD_TPT_RDMA_* enabled on the VI */
+	uint32_t rdma_flags;        /* VD_TPT_RDMA_* enabled on the VI,
+	                             * VD_OFI_CM_ZC, VD_OFI_CM_DEEP_RING */
 	uint32_t reserved;
 	uint64_t mac[2];            /* keyed hash of everything above */
 };

@@ -58,20 +58,26 @@ static int load_err;
 #define VER_strerror NULL
 #endif
 
+/* The library, or NULL after saying why on stderr. */
 static void *lib_open(void)
 {
 	void *h = dlopen(VD_FI_SONAME, RTLD_NOW | RTLD_LOCAL);
+	char why[512];
+
+	if (h)
+		return h;
+	const char *e = dlerror();
+	snprintf(why, sizeof(why), "%s", e ? e : "not found");
 #ifdef VD_FI_LIBDIR
 	/* Where the build found it: a libfabric outside the loader's
 	 * search path, as a linked one would be found through the build's
 	 * own paths. */
-	if (!h) {
-		char path[4096];
-		if (snprintf(path, sizeof(path), "%s/%s", VD_FI_LIBDIR, VD_FI_SONAME) <
-		    (int)sizeof(path))
-			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	}
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/%s", VD_FI_LIBDIR, VD_FI_SONAME) < (int)sizeof(path))
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 #endif
+	if (!h)
+		fprintf(stderr, "viaduct: ofi: cannot load libfabric: %s\n", why);
 	return h;
 }
 
@@ -101,15 +107,14 @@ static bool lib_sym(void *h, void *slot, const char *name, const char *ver)
 	return f != NULL;
 }
 
-/* Never unloaded: libfabric's own threads and handlers may outlive any
- * one NIC. */
+/* Never unloaded, not even when refused: its dependencies' constructors
+ * have run, and libfabric's own threads and handlers may outlive any one
+ * NIC. */
 static void lib_load(void)
 {
 	void *h = lib_open();
 
 	if (!h) {
-		fprintf(stderr, "viaduct: ofi: cannot load libfabric (%s): %s\n", VD_FI_SONAME,
-			dlerror());
 		load_err = -ENODEV;
 		return;
 	}
