@@ -223,7 +223,8 @@ static int b_client(void *arg)
 	{
 		uint64_t t0 = vt_now_ms();
 
-		while (!(((volatile VIP_CONTROL_SEGMENT *)&d->CS)->Status & VIP_STATUS_DONE))
+		/* Acquire: pairs with the provider's release store of Status. */
+		while (!(__atomic_load_n(&d->CS.Status, __ATOMIC_ACQUIRE) & VIP_STATUS_DONE))
 			VDT_CHECK(vt_now_ms() - t0 < 5000);
 	}
 	VT_OK(VipSendNotify(s.vi, NULL, on_done));
