@@ -32,30 +32,20 @@ static int load_err;
 
 /* The version each function was linked with at build time, else NULL
  * (a libfabric without symbol versions: the plain name). */
-#ifdef VD_FI_VER_getinfo
-#define VER_getinfo VD_FI_VER_getinfo
-#else
-#define VER_getinfo NULL
+#ifndef VD_FI_VER_getinfo
+#define VD_FI_VER_getinfo NULL
 #endif
-#ifdef VD_FI_VER_freeinfo
-#define VER_freeinfo VD_FI_VER_freeinfo
-#else
-#define VER_freeinfo NULL
+#ifndef VD_FI_VER_freeinfo
+#define VD_FI_VER_freeinfo NULL
 #endif
-#ifdef VD_FI_VER_dupinfo
-#define VER_dupinfo VD_FI_VER_dupinfo
-#else
-#define VER_dupinfo NULL
+#ifndef VD_FI_VER_dupinfo
+#define VD_FI_VER_dupinfo NULL
 #endif
-#ifdef VD_FI_VER_fabric
-#define VER_fabric VD_FI_VER_fabric
-#else
-#define VER_fabric NULL
+#ifndef VD_FI_VER_fabric
+#define VD_FI_VER_fabric NULL
 #endif
-#ifdef VD_FI_VER_strerror
-#define VER_strerror VD_FI_VER_strerror
-#else
-#define VER_strerror NULL
+#ifndef VD_FI_VER_strerror
+#define VD_FI_VER_strerror NULL
 #endif
 
 /* The library, or NULL after saying why on stderr. */
@@ -118,11 +108,11 @@ static void lib_load(void)
 		load_err = -ENODEV;
 		return;
 	}
-	if (!lib_sym(h, &vd_fi.getinfo, "fi_getinfo", VER_getinfo) ||
-	    !lib_sym(h, &vd_fi.freeinfo, "fi_freeinfo", VER_freeinfo) ||
-	    !lib_sym(h, &vd_fi.dupinfo, "fi_dupinfo", VER_dupinfo) ||
-	    !lib_sym(h, &vd_fi.fabric, "fi_fabric", VER_fabric) ||
-	    !lib_sym(h, &vd_fi.strerror, "fi_strerror", VER_strerror))
+	if (!lib_sym(h, &vd_fi.getinfo, "fi_getinfo", VD_FI_VER_getinfo) ||
+	    !lib_sym(h, &vd_fi.freeinfo, "fi_freeinfo", VD_FI_VER_freeinfo) ||
+	    !lib_sym(h, &vd_fi.dupinfo, "fi_dupinfo", VD_FI_VER_dupinfo) ||
+	    !lib_sym(h, &vd_fi.fabric, "fi_fabric", VD_FI_VER_fabric) ||
+	    !lib_sym(h, &vd_fi.strerror, "fi_strerror", VD_FI_VER_strerror))
 		load_err = -ENODEV;
 }
 
