@@ -53,13 +53,16 @@ for p in p2p window; do
 	fi
 done
 # Two ranks on each host: each reaches its neighbour through shm and the
-# other host's ranks through ofi, and the collectives go node-local first
+# other host's ranks through ofi, each host's first rank measures the
+# switch point from the ring to get, and the collectives go node-local first
 # (VIADUCT_DEBUG=1 says which is which), through each node's shared
 # segment.
 for p in p2p coll comm reduce coll_shm; do
 	if HOSTS="$VD_IP_A:2,$VD_IP_B:2" VIADUCT_DEBUG=1 hydra 4 "$(mt_prog $p)" >"$mt_log" 2>&1 &&
 		grep -q "rank 0: peers through shm: 1; through ofi: 2 3$" "$mt_log" &&
 		grep -q "rank 3: peers through shm: 2; through ofi: 0 1$" "$mt_log" &&
+		[ "$(grep -c ": round trips inside this host" "$mt_log")" = 2 ] &&
+		[ "$(grep -c ": inside this host, " "$mt_log")" = 4 ] &&
 		{ [ $p = p2p ] || grep -q "rank 2: a communicator of 4 ranks: node-aware collectives over 2 nodes, 2 ranks on this one, its leader$" "$mt_log"; } &&
 		{ [ $p = p2p ] || [ $p = comm ] ||
 		  grep -q "rank 1: a communicator of 2 ranks on this node: collectives through a shared segment" "$mt_log"; }; then

@@ -12,7 +12,9 @@
  * collective context, so it cannot mix with user traffic), and every
  * member moves past it.  Ids go in steps of 4: p2p, collectives, and the
  * collectives of the node and leader views (coll_hier.c).  WORLD uses 0
- * (to 3), SELF 4 (to 7); user communicators take multiples of 4 from 8.  Ids are never reused, so a message still in flight
+ * (to 3), SELF 4 (to 7: 7, which no message of SELF's uses, carries
+ * MPI_Init's measurement between two ranks, tune.c); user communicators
+ * take multiples of 4 from 8.  Ids are never reused, so a message still in flight
  * for a freed communicator can never match a newer one.  Comm_split hands
  * the same id to every colour: different colours have no member in
  * common, so they never exchange messages.

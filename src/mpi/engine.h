@@ -280,6 +280,18 @@ void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const vo
 void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u);
 /* Forget messages half arrived (MPI_Finalize, after the wire closed). */
 void vd_proto_finalize(void);
+/* Inside a host, messages up to max bytes go through the ring, larger
+ * ones by get (tune.c measures where). */
+void vd_proto_ring_max(size_t max);
+/* tune.c: every message sent until VD_FORCE_NONE takes the ring (eager,
+ * pipelined above the eager limit) or get. */
+enum vd_proto_force { VD_FORCE_NONE, VD_FORCE_RING, VD_FORCE_GET };
+void vd_proto_force(enum vd_proto_force f);
+
+/* tune.c: measure the ring against get on the host's first two ranks and
+ * share the switch point (every rank calls it, after vd_wire_init: it
+ * fences twice when some host has two ranks).  0 or -errno. */
+int vd_tune_init(void);
 
 /* win.c, win_ops.c: one-sided traffic (the engine hands it over). */
 void vd_win_rdma_done(struct vd_req *r, int err);

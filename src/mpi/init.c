@@ -68,6 +68,9 @@ int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	err = vd_wire_init();
 	if (err)
 		init_failed("connecting the ranks through VIPL", err);
+	err = vd_tune_init();
+	if (err)
+		init_failed("measuring the protocols inside this host", err);
 	vd_mpi.wtime0 = now();
 	return MPI_SUCCESS;
 }

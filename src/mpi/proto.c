@@ -26,11 +26,14 @@
  *               posted, as split: then both cores copy anyway, and
  *               get's single copy wins (both directions at once at
  *               32-128 KiB: 14 GB/s pipelined against 15-19 with get).
+ * Inside a host the ring (eager, pipelined) carries messages only up to
+ * the size MPI_Init measured it still wins against get (tune.c).
  * VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto forces one (eager only up to
  * the eager buffer size), VIADUCT_MPI_EAGER_MAX sets the switch point and
  * VIADUCT_MPI_LARGE=get|rndv the protocol above it.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,28 @@ static bool large_given;                /* VIADUCT_MPI_LARGE is set */
 static size_t split_min = 256 * 1024;   /* measured: docs/bench-mpi.md */
 static size_t pipe_max = 128 * 1024;    /* measured: docs/bench-mpi.md */
 static size_t net_pipe_max = 48 * 1024; /* likewise */
+/* Inside a host, the largest message the ring carries (eager or
+ * pipelined) before get takes over: measured at MPI_Init (tune.c). */
+static size_t shm_ring_max = SIZE_MAX;
+static enum vd_proto_force force_now;   /* tune.c's measurement */
+
+void vd_proto_ring_max(size_t max)
+{
+	shm_ring_max = max;
+}
+
+void vd_proto_force(enum vd_proto_force f)
+{
+	force_now = f;
+}
+
+/* What tune.c times: the ring as far as it goes, or get. */
+static enum proto choose_forced(int peer, size_t len)
+{
+	if (force_now == VD_FORCE_GET)
+		return P_GET;
+	return len <= vd_eager_max(peer) ? P_EAGER : P_PIPE;
+}
 
 /* The registry checked every value at MPI_Init: these reads succeed.
  * VIADUCT_MPI_PROTOCOL: auto|eager|get|rndv|rendezvous (indices 0-4);
@@ -103,13 +128,16 @@ static enum proto choose(int peer, size_t len, bool sync)
 		read_env();
 	if (len == 0)
 		return P_EAGER;
+	if (force_now)
+		return choose_forced(peer, len);
 	if (forcing && forced != P_EAGER)
 		return forced;
-	if (len <= vd_eager_max(peer))
-		return P_EAGER;
 	via = vd_place_via(peer);
+	if (len <= vd_eager_max(peer) && (via != VD_T_SHM || len <= shm_ring_max))
+		return P_EAGER;
 	if (!forcing && !large_given && !sync &&
-	    (via == VD_T_SHM ? len <= pipe_max && !vd_recv_posted_any() : len <= net_pipe_max))
+	    (via == VD_T_SHM ? len <= pipe_max && len <= shm_ring_max && !vd_recv_posted_any() :
+	     len <= net_pipe_max))
 		return P_PIPE;
 	return !large_given && via == VD_T_OFI ? P_RNDV : large;
 }

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The size up to which a message to a rank on the same host goes through
+ * the message ring (eager, then pipelined), measured on this machine at
+ * MPI_Init instead of fixed.
+ *
+ * The ring copies a message twice, once on each core (the sender's copy
+ * in, the receiver's copy out); get copies it once (process_vm_readv)
+ * after a request and before an answer.  Where one protocol overtakes
+ * the other depends on how fast the machine moves data between two cores
+ * against what the system call costs: on one VM pipelining won to 128 KiB,
+ * on another get won from 8 KiB, 1.3-2.2x (docs/bench-mpi.md).  So the
+ * host's first two ranks time both with a short ping-pong at the sizes in
+ * between, the first publishes the largest size at which the ring was not
+ * beaten, and every rank of the host reads it after a PMI fence.
+ *
+ * The two fences happen whenever some host has two ranks or more, so that
+ * every rank of the job takes part whatever its environment says: before
+ * the first the pair say whether they would measure (one may opt out,
+ * with VIADUCT_MPI_TUNE=0 or a switch point set by hand, without the
+ * other waiting for it), before the second the first publishes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+/* No message between two processes ever uses MPI_COMM_SELF's contexts
+ * (comm.c): the last of them carries the measurement. */
+#define TUNE_CTX 7u
+#define TAG_DATA 1
+
+#define TUNE_SIZES 6            /* 4 KiB to 128 KiB */
+#define TUNE_MIN (4u * 1024)
+#define TUNE_PASSES 3
+#define TUNE_RUN 6              /* round trips in a row, the first not timed */
+#define TUNE_SAMPLES (TUNE_PASSES * (TUNE_RUN - 1))
+/* get must be this much faster to move the switch point: a system call
+ * costs the kernel more than a copy does, and noise is not a reason. */
+#define TUNE_MARGIN 0.95
+
+static size_t tune_size(int i)
+{
+	return (size_t)TUNE_MIN << i;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* The host's two lowest world ranks (b -1 when alone), and the most
+ * ranks any host has (-ENOMEM). */
+static int host_pair(int *a, int *b)
+{
+	int node = vd_place_node(vd_mpi.rank), most = 0;
+	int *count = calloc((size_t)vd_mpi.size, sizeof(*count));
+
+	if (!count)
+		return -ENOMEM;
+	*a = *b = -1;
+	for (int r = 0; r < vd_mpi.size; r++) {
+		int nd = vd_place_node(r);      /* below the job's size */
+
+		if (nd == node && *a < 0)
+			*a = r;
+		else if (nd == node && *b < 0)
+			*b = r;
+		if (nd >= 0 && nd < vd_mpi.size && ++count[nd] > most)
+			most = count[nd];
+	}
+	free(count);
+	return most;
+}
+
+/* This rank would measure: nothing set by hand, the peer through shm. */
+static bool want_tuning(int peer)
+{
+	static const char *const by_hand[] = {
+		"VIADUCT_MPI_LARGE", "VIADUCT_MPI_EAGER_MAX", "VIADUCT_MPI_PIPELINE_MAX",
+	};
+	uint64_t on = 1, forced = 0;
+
+	if (viaduct_param_uint("VIADUCT_MPI_TUNE", 1, &on) || !on ||
+	    viaduct_param_uint("VIADUCT_MPI_PROTOCOL", 0, &forced) || forced)
+		return false;           /* forced: index 0 is auto */
+	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
+		if (getenv(by_hand[i]))
+			return false;
+	return vd_place_via(peer) == VD_T_SHM;
+}
+
+static int send_bytes(const void *buf, size_t len, int peer, int tag)
+{
+	MPI_Request req;
+	int err = vd_isend(buf, (int)len, MPI_BYTE, peer, tag, vd_comm_get(MPI_COMM_WORLD),
+			   TUNE_CTX, VD_SEND_STD, &req);
+
+	if (err)
+		return err;
+	return vd_wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -EIO;
+}
+
+static int recv_bytes(void *buf, size_t len, int peer, int tag)
+{
+	MPI_Request req;
+	int err = vd_irecv(buf, (int)len, MPI_BYTE, peer, tag, vd_comm_get(MPI_COMM_WORLD),
+			   TUNE_CTX, &req);
+
+	if (err)
+		return err;
+	return vd_wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -EIO;
+}
+
+/* One round trip of len bytes with protocol f (the echoing side answers
+ * in kind); its time in us on the timing side.  Sent from buf, received
+ * into the half above it, as the field's benchmarks do: a buffer that is
+ * both is also the one the peer last read, and every copy into it first
+ * takes its lines back from the other core (get twice as slow at 32 KiB
+ * here, the ring hardly). */
+static int round_trip(bool timing, int peer, enum vd_proto_force f, char *buf, size_t len,
+		      double *us)
+{
+	char *in = buf + tune_size(TUNE_SIZES - 1);
+	double t0 = now_us();
+	int err;
+
+	vd_proto_force(f);
+	if (timing)
+		err = send_bytes(buf, len, peer, TAG_DATA) ?: recv_bytes(in, len, peer, TAG_DATA);
+	else
+		err = recv_bytes(in, len, peer, TAG_DATA) ?: send_bytes(buf, len, peer, TAG_DATA);
+	vd_proto_force(VD_FORCE_NONE);
+	*us = now_us() - t0;
+	return err;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+/* The largest measured size from which on the ring was never beaten by
+ * the margin; 0 when it held at every size (the built-in limits stay). */
+static size_t choose_ring_max(const double *ring_us, const double *get_us, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (get_us[i] < ring_us[i] * TUNE_MARGIN)
+			return i == 0 ? tune_size(0) / 2 : tune_size(i - 1);
+	return 0;
+}
+
+static bool debugging(void)
+{
+	uint64_t dbg = 0;
+
+	return viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) == 0 && dbg;
+}
+
+static void report(const double *ring, const double *get, size_t ring_max)
+{
+	if (!debugging())
+		return;
+	fprintf(stderr, "viaduct MPI: rank %d: round trips inside this host, ring / get, us:",
+		vd_mpi.rank);
+	for (int i = 0; i < TUNE_SIZES; i++)
+		fprintf(stderr, " %zuK %.1f/%.1f", tune_size(i) / 1024, ring[i], get[i]);
+	if (ring_max)
+		fprintf(stderr, "; the ring up to %zu bytes, get above\n", ring_max);
+	else
+		fprintf(stderr, "; the built-in switch points stay\n");
+}
+
+/* Both sides walk the same schedule: TUNE_PASSES passes over the sizes,
+ * each size a run of TUNE_RUN round trips with the ring, then a run with
+ * get, the first of each run not counted (it finds the other protocol's
+ * state in the caches; the field's benchmarks time a protocol in a run
+ * too).  The timing side keeps the medians. */
+static int measure(bool timing, int peer, char *buf, double *ring, double *get)
+{
+	double t[2][TUNE_SIZES][TUNE_SAMPLES];
+	static const enum vd_proto_force proto[2] = { VD_FORCE_RING, VD_FORCE_GET };
+	int err = 0;
+
+	for (int k = 0; k < TUNE_PASSES; k++)
+		for (int i = 0; i < TUNE_SIZES; i++)
+			for (int p = 0; p < 2; p++)
+				for (int j = 0; j < TUNE_RUN; j++) {
+					double us;
+
+					err = round_trip(timing, peer, proto[p], buf, tune_size(i), &us);
+					if (err)
+						return err;
+					if (j > 0)
+						t[p][i][k * (TUNE_RUN - 1) + j - 1] = us;
+				}
+	for (int i = 0; i < TUNE_SIZES; i++) {
+		ring[i] = median(t[0][i], TUNE_SAMPLES);
+		get[i] = median(t[1][i], TUNE_SAMPLES);
+	}
+	return 0;
+}
+
+/* Whether the pair's other rank wants to measure: it said so before the
+ * fence that precedes this. */
+static int peer_wants(int peer, bool *yes)
+{
+	char key[32], val[8];
+	int err;
+
+	snprintf(key, sizeof(key), "vd-tune-want-%d", peer);
+	if ((err = vd_pmi_get_from(peer, key, val, sizeof(val))))
+		return err;
+	*yes = strcmp(val, "1") == 0;
+	return 0;
+}
+
+/* The pair's part, after both said what they want: measure if both do;
+ * the first of them chooses. */
+static int tune_pair(bool first, int peer, size_t *ring_max)
+{
+	double ring[TUNE_SIZES], get[TUNE_SIZES];
+	bool theirs = false;
+	char *buf;
+	int err;
+
+	if ((err = peer_wants(peer, &theirs)) || !theirs || !want_tuning(peer))
+		return err;
+	buf = calloc(2, tune_size(TUNE_SIZES - 1));
+	if (!buf)
+		return -ENOMEM;
+	err = measure(first, peer, buf, ring, get);
+	free(buf);
+	if (!err && first) {
+		*ring_max = choose_ring_max(ring, get, TUNE_SIZES);
+		report(ring, get, *ring_max);
+	}
+	return err;
+}
+
+/* The pair's first rank publishes; the host's other ranks (the pair's
+ * second too) read it after the fence. */
+static int share(int a, int b, size_t *ring_max)
+{
+	char key[32], val[24];
+	unsigned long long v;
+	int err;
+
+	snprintf(key, sizeof(key), "vd-ring-max-%d", vd_place_node(vd_mpi.rank));
+	if (vd_mpi.rank == a && b >= 0) {
+		snprintf(val, sizeof(val), "%zu", *ring_max);
+		if ((err = vd_pmi_put(key, val)))
+			return err;
+	}
+	if ((err = vd_pmi_fence()) || vd_mpi.rank == a || b < 0)
+		return err;
+	if ((err = vd_pmi_get_from(a, key, val, sizeof(val))))
+		return err;
+	/* The launcher's key-value space is the job's own: still, a value
+	 * that is not a size within the measured range is refused. */
+	if (sscanf(val, "%llu", &v) != 1 || v > tune_size(TUNE_SIZES - 1))
+		return -EPROTO;
+	*ring_max = (size_t)v;
+	return 0;
+}
+
+/* Every rank takes part in both fences, whatever it wants: the pair says
+ * whether it would measure (its environment may differ from the other's),
+ * measures if both would, and the first publishes. */
+int vd_tune_init(void)
+{
+	size_t ring_max = 0;
+	int a, b, most, err = 0;
+	bool pair;
+
+	if (vd_mpi.size < 2)
+		return 0;
+	most = host_pair(&a, &b);
+	if (most < 2)
+		return most < 0 ? most : 0;
+	pair = b >= 0 && (vd_mpi.rank == a || vd_mpi.rank == b);
+	if (pair) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "vd-tune-want-%d", vd_mpi.rank);
+		err = vd_pmi_put(key, want_tuning(vd_mpi.rank == a ? b : a) ? "1" : "0");
+	}
+	err = err ?: vd_pmi_fence();
+	if (!err && pair)
+		err = tune_pair(vd_mpi.rank == a, vd_mpi.rank == a ? b : a, &ring_max);
+	err = err ?: share(a, b, &ring_max);
+	if (!err && ring_max)
+		vd_proto_ring_max(ring_max);
+	if (!err && b >= 0 && ring_max && debugging())
+		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the ring up to %zu bytes "
+			"(measured), get above\n", vd_mpi.rank, ring_max);
+	else if (!err && b >= 0 && debugging())
+		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the built-in switch "
+			"points\n", vd_mpi.rank);
+	return err;
+}
