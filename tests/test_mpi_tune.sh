@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The switch point from the ring to get inside a host, measured at
-# MPI_Init (src/mpi/tune.c): the host's first rank measures, once, and
+# The switch points inside a host (from the ring to get, from get to
+# split), measured at MPI_Init (src/mpi/tune.c): the host's first rank
+# measures, once, and
 # every rank of the host reports the same result (VIADUCT_DEBUG=1);
 # nothing is measured when the switch points are set by hand or
 # VIADUCT_MPI_TUNE=0, and a pair that disagrees about it (one rank's
@@ -48,6 +49,8 @@ tune_run "VIADUCT_MPI_TUNE=0" 3 0 "built-in" VIADUCT_MPI_TUNE=0 -- "$(mt_prog la
 tune_run "VIADUCT_MPI_PIPELINE_MAX given" 3 0 "built-in" VIADUCT_MPI_PIPELINE_MAX=65536 -- \
 	"$(mt_prog lazy)" init
 tune_run "VIADUCT_MPI_EAGER_MAX given" 2 0 "built-in" VIADUCT_MPI_EAGER_MAX=4096 -- \
+	"$(mt_prog lazy)" init
+tune_run "VIADUCT_MPI_SPLIT_MIN given" 2 0 "built-in" VIADUCT_MPI_SPLIT_MIN=65536 -- \
 	"$(mt_prog lazy)" init
 tune_run "VIADUCT_MPI_PROTOCOL=get" 2 0 "built-in" VIADUCT_MPI_PROTOCOL=get -- \
 	"$(mt_prog p2p)"

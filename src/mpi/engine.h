@@ -281,11 +281,12 @@ void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u);
 /* Forget messages half arrived (MPI_Finalize, after the wire closed). */
 void vd_proto_finalize(void);
 /* Inside a host, messages up to max bytes go through the ring, larger
- * ones by get (tune.c measures where). */
+ * ones by get, split from min bytes (tune.c measures where). */
 void vd_proto_ring_max(size_t max);
+void vd_proto_split_min(size_t min);
 /* tune.c: every message sent until VD_FORCE_NONE takes the ring (eager,
- * pipelined above the eager limit) or get. */
-enum vd_proto_force { VD_FORCE_NONE, VD_FORCE_RING, VD_FORCE_GET };
+ * pipelined above the eager limit), get or split. */
+enum vd_proto_force { VD_FORCE_NONE, VD_FORCE_RING, VD_FORCE_GET, VD_FORCE_SPLIT };
 void vd_proto_force(enum vd_proto_force f);
 
 /* tune.c: measure the ring against get on the host's first two ranks and

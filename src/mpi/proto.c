@@ -62,6 +62,7 @@ static size_t net_pipe_max = 48 * 1024; /* likewise */
  * pipelined) before get takes over: measured at MPI_Init (tune.c). */
 static size_t shm_ring_max = SIZE_MAX;
 static enum vd_proto_force force_now;   /* tune.c's measurement */
+static void read_env(void);
 
 void vd_proto_ring_max(size_t max)
 {
@@ -73,10 +74,17 @@ void vd_proto_force(enum vd_proto_force f)
 	force_now = f;
 }
 
-/* What tune.c times: the ring as far as it goes, or get. */
+void vd_proto_split_min(size_t min)
+{
+	if (forcing < 0)
+		read_env();
+	split_min = min;
+}
+
+/* What tune.c times: the ring as far as it goes, get, or split. */
 static enum proto choose_forced(int peer, size_t len)
 {
-	if (force_now == VD_FORCE_GET)
+	if (force_now == VD_FORCE_GET || force_now == VD_FORCE_SPLIT)
 		return P_GET;
 	return len <= vd_eager_max(peer) ? P_EAGER : P_PIPE;
 }
@@ -220,8 +228,10 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.sreq = r->id;
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
-	if (p == P_GET && !forcing && split_min && r->bytes >= split_min &&
+	if (p == P_GET && !forcing && !force_now && split_min && r->bytes >= split_min &&
 	    r->bytes <= UINT32_MAX && !vd_recv_posted_any())
+		m.flags |= VD_MSGF_SPLIT;
+	if (p == P_GET && force_now == VD_FORCE_SPLIT)
 		m.flags |= VD_MSGF_SPLIT;
 	return vd_wire_send(r->peer, &m, NULL, 0);
 }

@@ -84,6 +84,7 @@ static bool want_tuning(int peer)
 {
 	static const char *const by_hand[] = {
 		"VIADUCT_MPI_LARGE", "VIADUCT_MPI_EAGER_MAX", "VIADUCT_MPI_PIPELINE_MAX",
+		"VIADUCT_MPI_SPLIT_MIN",
 	};
 	uint64_t on = 1, forced = 0;
 
@@ -154,14 +155,50 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-/* The largest measured size from which on the ring was never beaten by
- * the margin; 0 when it held at every size (the built-in limits stay). */
-static size_t choose_ring_max(const double *ring_us, const double *get_us, int n)
+/* What the pair measured: median round trips (us) by protocol and size,
+ * split only from SPLIT_FIRST (two halves of a few KiB gain nothing). */
+enum { T_RING, T_GET, T_SPLIT, T_N };
+#define SPLIT_FIRST 2           /* 16 KiB */
+struct timings {
+	double us[T_N][TUNE_SIZES];
+};
+
+/* The switch points the host uses; 0: the built-in one stays. */
+struct choice {
+	size_t ring_max, split_min;
+};
+
+static bool measured(int proto, int i)
 {
-	for (int i = 0; i < n; i++)
-		if (get_us[i] < ring_us[i] * TUNE_MARGIN)
-			return i == 0 ? tune_size(0) / 2 : tune_size(i - 1);
-	return 0;
+	return proto != T_SPLIT || i >= SPLIT_FIRST;
+}
+
+/* get or split, whichever was faster at size i. */
+static double best_read(const struct timings *t, int i)
+{
+	double g = t->us[T_GET][i];
+
+	return measured(T_SPLIT, i) && t->us[T_SPLIT][i] < g ? t->us[T_SPLIT][i] : g;
+}
+
+/* The ring up to the size below the first one where get or split beat it
+ * by the margin; split from the smallest size from which on it beat get
+ * by the margin at every size measured. */
+static struct choice choose(const struct timings *t)
+{
+	struct choice c = { 0, 0 };
+
+	for (int i = 0; i < TUNE_SIZES; i++)
+		if (best_read(t, i) < t->us[T_RING][i] * TUNE_MARGIN) {
+			c.ring_max = i == 0 ? tune_size(0) / 2 : tune_size(i - 1);
+			break;
+		}
+	for (int i = TUNE_SIZES - 1; i >= SPLIT_FIRST; i--) {
+		if (!(t->us[T_SPLIT][i] < t->us[T_GET][i] * TUNE_MARGIN))
+			break;
+		c.split_min = tune_size(i);
+	}
+	return c;
 }
 
 static bool debugging(void)
@@ -171,47 +208,49 @@ static bool debugging(void)
 	return viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) == 0 && dbg;
 }
 
-static void report(const double *ring, const double *get, size_t ring_max)
+static void report(const struct timings *t)
 {
 	if (!debugging())
 		return;
-	fprintf(stderr, "viaduct MPI: rank %d: round trips inside this host, ring / get, us:",
-		vd_mpi.rank);
-	for (int i = 0; i < TUNE_SIZES; i++)
-		fprintf(stderr, " %zuK %.1f/%.1f", tune_size(i) / 1024, ring[i], get[i]);
-	if (ring_max)
-		fprintf(stderr, "; the ring up to %zu bytes, get above\n", ring_max);
-	else
-		fprintf(stderr, "; the built-in switch points stay\n");
+	fprintf(stderr, "viaduct MPI: rank %d: round trips inside this host, "
+		"ring / get / split, us:", vd_mpi.rank);
+	for (int i = 0; i < TUNE_SIZES; i++) {
+		fprintf(stderr, " %zuK %.1f/%.1f", tune_size(i) / 1024, t->us[T_RING][i],
+			t->us[T_GET][i]);
+		if (measured(T_SPLIT, i))
+			fprintf(stderr, "/%.1f", t->us[T_SPLIT][i]);
+	}
+	fprintf(stderr, "\n");
 }
 
 /* Both sides walk the same schedule: TUNE_PASSES passes over the sizes,
- * each size a run of TUNE_RUN round trips with the ring, then a run with
- * get, the first of each run not counted (it finds the other protocol's
- * state in the caches; the field's benchmarks time a protocol in a run
- * too).  The timing side keeps the medians. */
-static int measure(bool timing, int peer, char *buf, double *ring, double *get)
+ * each size a run of TUNE_RUN round trips with each protocol in turn,
+ * the first of each run not counted (it finds the other protocol's state
+ * in the caches; the field's benchmarks time a protocol in a run too).
+ * The timing side keeps the medians. */
+static int measure(bool timing, int peer, char *buf, struct timings *out)
 {
-	double t[2][TUNE_SIZES][TUNE_SAMPLES];
-	static const enum vd_proto_force proto[2] = { VD_FORCE_RING, VD_FORCE_GET };
+	static const enum vd_proto_force force[T_N] = {
+		VD_FORCE_RING, VD_FORCE_GET, VD_FORCE_SPLIT,
+	};
+	double t[T_N][TUNE_SIZES][TUNE_SAMPLES];
 	int err = 0;
 
 	for (int k = 0; k < TUNE_PASSES; k++)
 		for (int i = 0; i < TUNE_SIZES; i++)
-			for (int p = 0; p < 2; p++)
-				for (int j = 0; j < TUNE_RUN; j++) {
+			for (int p = 0; p < T_N; p++)
+				for (int j = 0; j < TUNE_RUN && measured(p, i); j++) {
 					double us;
 
-					err = round_trip(timing, peer, proto[p], buf, tune_size(i), &us);
+					err = round_trip(timing, peer, force[p], buf, tune_size(i), &us);
 					if (err)
 						return err;
 					if (j > 0)
 						t[p][i][k * (TUNE_RUN - 1) + j - 1] = us;
 				}
-	for (int i = 0; i < TUNE_SIZES; i++) {
-		ring[i] = median(t[0][i], TUNE_SAMPLES);
-		get[i] = median(t[1][i], TUNE_SAMPLES);
-	}
+	for (int p = 0; p < T_N; p++)
+		for (int i = 0; i < TUNE_SIZES; i++)
+			out->us[p][i] = measured(p, i) ? median(t[p][i], TUNE_SAMPLES) : 0;
 	return 0;
 }
 
@@ -231,9 +270,9 @@ static int peer_wants(int peer, bool *yes)
 
 /* The pair's part, after both said what they want: measure if both do;
  * the first of them chooses. */
-static int tune_pair(bool first, int peer, size_t *ring_max)
+static int tune_pair(bool first, int peer, struct choice *c)
 {
-	double ring[TUNE_SIZES], get[TUNE_SIZES];
+	struct timings t;
 	bool theirs = false;
 	char *buf;
 	int err;
@@ -243,26 +282,26 @@ static int tune_pair(bool first, int peer, size_t *ring_max)
 	buf = calloc(2, tune_size(TUNE_SIZES - 1));
 	if (!buf)
 		return -ENOMEM;
-	err = measure(first, peer, buf, ring, get);
+	err = measure(first, peer, buf, &t);
 	free(buf);
 	if (!err && first) {
-		*ring_max = choose_ring_max(ring, get, TUNE_SIZES);
-		report(ring, get, *ring_max);
+		*c = choose(&t);
+		report(&t);
 	}
 	return err;
 }
 
 /* The pair's first rank publishes; the host's other ranks (the pair's
  * second too) read it after the fence. */
-static int share(int a, int b, size_t *ring_max)
+static int share(int a, int b, struct choice *c)
 {
-	char key[32], val[24];
-	unsigned long long v;
+	char key[32], val[48];
+	unsigned long long rmax, smin;
 	int err;
 
-	snprintf(key, sizeof(key), "vd-ring-max-%d", vd_place_node(vd_mpi.rank));
+	snprintf(key, sizeof(key), "vd-switch-%d", vd_place_node(vd_mpi.rank));
 	if (vd_mpi.rank == a && b >= 0) {
-		snprintf(val, sizeof(val), "%zu", *ring_max);
+		snprintf(val, sizeof(val), "%zu,%zu", c->ring_max, c->split_min);
 		if ((err = vd_pmi_put(key, val)))
 			return err;
 	}
@@ -270,12 +309,30 @@ static int share(int a, int b, size_t *ring_max)
 		return err;
 	if ((err = vd_pmi_get_from(a, key, val, sizeof(val))))
 		return err;
-	/* The launcher's key-value space is the job's own: still, a value
-	 * that is not a size within the measured range is refused. */
-	if (sscanf(val, "%llu", &v) != 1 || v > tune_size(TUNE_SIZES - 1))
+	/* The launcher's key-value space is the job's own: still, values
+	 * that are not sizes within the measured range are refused. */
+	if (sscanf(val, "%llu,%llu", &rmax, &smin) != 2 || rmax > tune_size(TUNE_SIZES - 1) ||
+	    smin > tune_size(TUNE_SIZES - 1))
 		return -EPROTO;
-	*ring_max = (size_t)v;
+	*c = (struct choice){ (size_t)rmax, (size_t)smin };
 	return 0;
+}
+
+/* VIADUCT_DEBUG=1: what every rank of a host with a pair uses. */
+static void report_choice(struct choice c)
+{
+	char split[48] = "split from the built-in size";
+
+	if (!debugging())
+		return;
+	if (c.split_min)
+		snprintf(split, sizeof(split), "split from %zu bytes (measured)", c.split_min);
+	if (c.ring_max)
+		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the ring up to %zu bytes "
+			"(measured), get above, %s\n", vd_mpi.rank, c.ring_max, split);
+	else
+		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the built-in switch "
+			"points, %s\n", vd_mpi.rank, split);
 }
 
 /* Every rank takes part in both fences, whatever it wants: the pair says
@@ -283,7 +340,7 @@ static int share(int a, int b, size_t *ring_max)
  * measures if both would, and the first publishes. */
 int vd_tune_init(void)
 {
-	size_t ring_max = 0;
+	struct choice c = { 0, 0 };
 	int a, b, most, err = 0;
 	bool pair;
 
@@ -301,15 +358,15 @@ int vd_tune_init(void)
 	}
 	err = err ?: vd_pmi_fence();
 	if (!err && pair)
-		err = tune_pair(vd_mpi.rank == a, vd_mpi.rank == a ? b : a, &ring_max);
-	err = err ?: share(a, b, &ring_max);
-	if (!err && ring_max)
-		vd_proto_ring_max(ring_max);
-	if (!err && b >= 0 && ring_max && debugging())
-		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the ring up to %zu bytes "
-			"(measured), get above\n", vd_mpi.rank, ring_max);
-	else if (!err && b >= 0 && debugging())
-		fprintf(stderr, "viaduct MPI: rank %d: inside this host, the built-in switch "
-			"points\n", vd_mpi.rank);
-	return err;
+		err = tune_pair(vd_mpi.rank == a, vd_mpi.rank == a ? b : a, &c);
+	err = err ?: share(a, b, &c);
+	if (err)
+		return err;
+	if (c.ring_max)
+		vd_proto_ring_max(c.ring_max);
+	if (c.split_min)
+		vd_proto_split_min(c.split_min);
+	if (b >= 0)
+		report_choice(c);
+	return 0;
 }

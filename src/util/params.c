@@ -80,7 +80,7 @@ static const struct param params[] = {
 	{ "VIADUCT_MPI_NET_PIPELINE_MAX", PT_SIZE, "49152", 0, 16ull << 20, NULL,
 	  "the pipelined limit for a rank on another host (0: never)" },
 	{ "VIADUCT_MPI_TUNE", PT_BOOL, "1", 0, 0, NULL,
-	  "0: keep the built-in switch point from the ring to get inside a host instead of measuring it at MPI_Init" },
+	  "0: keep the built-in switch points inside a host (ring to get, get to split) instead of measuring them at MPI_Init" },
 	{ "VIADUCT_MPI_SPLIT_MIN", PT_SIZE, "262144", 0, 1ull << 40, NULL,
 	  "from this size the automatic protocol splits a message (0: never)" },
 	{ "VIADUCT_MPI_LARGE", PT_CHOICE, "get", 0, 0, "get|rndv|rendezvous",
