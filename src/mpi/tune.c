@@ -321,7 +321,7 @@ static int share(int a, int b, struct choice *c)
 /* VIADUCT_DEBUG=1: what every rank of a host with a pair uses. */
 static void report_choice(struct choice c)
 {
-	char split[48] = "split from the built-in size";
+	char split[64] = "split from the built-in size";
 
 	if (!debugging())
 		return;
