@@ -61,6 +61,21 @@ for r in 0 1; do
 		sh -c "[ \"\$PMI_RANK\" = $r ] && export VIADUCT_MPI_TUNE=0; exec \"\$0\" init" \
 		"$(mt_prog lazy)"
 done
+# A rank outside the pair that sets a switch point keeps its own: the
+# pair measures, rank 2 reports the built-in points (where the pair's
+# result moved none, both say the same, and this proves nothing).
+out=$(vd_run_watched "$((MT_TIMEOUT - 5))" - env VIADUCT_DEBUG=1 "$VDRUN" -n 3 sh -c \
+	'[ "$PMI_RANK" = 2 ] && export VIADUCT_MPI_PIPELINE_MAX=131072; exec "$0" init' \
+	"$(mt_prog lazy)" 2>&1)
+rc=$?
+r2=$(sed -n 's/.*rank 2: inside this host, //p' <<<"$out")
+if [ $rc -eq 0 ] && [ "$(grep -c ': round trips inside this host' <<<"$out")" = 1 ] &&
+	[ "$r2" = "the built-in switch points, split from the built-in size" ]; then
+	mt_ok "rank 2 alone sets VIADUCT_MPI_PIPELINE_MAX: it keeps the built-in points"
+else
+	mt_bad "rank 2 alone sets VIADUCT_MPI_PIPELINE_MAX: rc=$rc, rank 2: $r2"
+	grep -E "inside this host|viaduct MPI" <<<"$out" | head -20 | sed 's/^/     | /'
+fi
 # On an oversubscribed host (more ranks than cores) the measurement
 # still ends, and the data still arrives whole.
 tune_run "7 ranks" 7 1 "" -- "$(mt_prog p2p)"

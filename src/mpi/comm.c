@@ -36,6 +36,7 @@
 #define CTX_WORLD 0u
 #define CTX_SELF 4u
 #define CTX_FIRST_USER 8u
+_Static_assert(VD_CTX_TUNE == CTX_SELF + CTX_STEP - 1, "tune.c's context is SELF's last");
 /* Ids travel as ints through MPI_Allgather in Comm_split. */
 #define CTX_MAX ((uint32_t)INT_MAX - 1u)
 

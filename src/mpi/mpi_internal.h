@@ -183,6 +183,10 @@ bool vd_op_commutative(MPI_Op op);
 bool vd_op_valid(MPI_Op op);
 
 /* ---- communicators and groups (comm.c, group.c) ----------------------------------- */
+/* The context of tune.c's measurement between two ranks: MPI_COMM_SELF's
+ * last one (comm.c numbers SELF's four from 4), which no message between
+ * two processes otherwise uses. */
+#define VD_CTX_TUNE 7u
 struct vd_hier;
 struct vd_topo;
 struct vd_attr;

@@ -28,9 +28,6 @@
 
 #include "engine.h"
 
-/* No message between two processes ever uses MPI_COMM_SELF's contexts
- * (comm.c): the last of them carries the measurement. */
-#define TUNE_CTX 7u
 #define TAG_DATA 1
 
 #define TUNE_SIZES 6            /* 4 KiB to 128 KiB */
@@ -79,8 +76,9 @@ static int host_pair(int *a, int *b)
 	return most;
 }
 
-/* This rank would measure: nothing set by hand, the peer through shm. */
-static bool want_tuning(int peer)
+/* This rank's environment leaves the switch points to the measurement:
+ * none set by hand, no protocol forced, VIADUCT_MPI_TUNE not 0. */
+static bool env_allows_tuning(void)
 {
 	static const char *const by_hand[] = {
 		"VIADUCT_MPI_LARGE", "VIADUCT_MPI_EAGER_MAX", "VIADUCT_MPI_PIPELINE_MAX",
@@ -94,14 +92,21 @@ static bool want_tuning(int peer)
 	for (size_t i = 0; i < sizeof(by_hand) / sizeof(by_hand[0]); i++)
 		if (getenv(by_hand[i]))
 			return false;
-	return vd_place_via(peer) == VD_T_SHM;
+	return true;
+}
+
+/* This rank of the pair would measure: its environment allows it and
+ * the peer is reached through shm. */
+static bool want_tuning(int peer)
+{
+	return env_allows_tuning() && vd_place_via(peer) == VD_T_SHM;
 }
 
 static int send_bytes(const void *buf, size_t len, int peer, int tag)
 {
 	MPI_Request req;
 	int err = vd_isend(buf, (int)len, MPI_BYTE, peer, tag, vd_comm_get(MPI_COMM_WORLD),
-			   TUNE_CTX, VD_SEND_STD, &req);
+			   VD_CTX_TUNE, VD_SEND_STD, &req);
 
 	if (err)
 		return err;
@@ -112,7 +117,7 @@ static int recv_bytes(void *buf, size_t len, int peer, int tag)
 {
 	MPI_Request req;
 	int err = vd_irecv(buf, (int)len, MPI_BYTE, peer, tag, vd_comm_get(MPI_COMM_WORLD),
-			   TUNE_CTX, &req);
+			   VD_CTX_TUNE, &req);
 
 	if (err)
 		return err;
@@ -133,10 +138,15 @@ static int round_trip(bool timing, int peer, enum vd_proto_force f, char *buf, s
 	int err;
 
 	vd_proto_force(f);
-	if (timing)
-		err = send_bytes(buf, len, peer, TAG_DATA) ?: recv_bytes(in, len, peer, TAG_DATA);
-	else
-		err = recv_bytes(in, len, peer, TAG_DATA) ?: send_bytes(buf, len, peer, TAG_DATA);
+	if (timing) {
+		err = send_bytes(buf, len, peer, TAG_DATA);
+		if (!err)
+			err = recv_bytes(in, len, peer, TAG_DATA);
+	} else {
+		err = recv_bytes(in, len, peer, TAG_DATA);
+		if (!err)
+			err = send_bytes(buf, len, peer, TAG_DATA);
+	}
 	vd_proto_force(VD_FORCE_NONE);
 	*us = now_us() - t0;
 	return err;
@@ -169,31 +179,32 @@ static bool measured(int proto, int i)
 	return proto != T_SPLIT || i >= SPLIT_FIRST;
 }
 
-/* get or split, whichever was faster at size i. */
-static double best_read(const struct timings *t, int i)
+/* What a message of size i would use instead of the ring: split where
+ * it will be used (from split_min, 0: not in the measured range), else
+ * get. */
+static double read_us(const struct timings *t, int i, size_t split_min)
 {
-	double g = t->us[T_GET][i];
-
-	return measured(T_SPLIT, i) && t->us[T_SPLIT][i] < g ? t->us[T_SPLIT][i] : g;
+	return split_min && tune_size(i) >= split_min ? t->us[T_SPLIT][i] : t->us[T_GET][i];
 }
 
-/* The ring up to the size below the first one where get or split beat it
- * by the margin; split from the smallest size from which on it beat get
- * by the margin at every size measured. */
+/* Split from the smallest size from which on it beat get by the margin
+ * at every size measured; then the ring up to the size below the first
+ * one where what replaces it beat it by the margin -- but never below
+ * the smallest size measured (below it nothing says get would win). */
 static struct choice choose(const struct timings *t)
 {
 	struct choice c = { 0, 0 };
 
-	for (int i = 0; i < TUNE_SIZES; i++)
-		if (best_read(t, i) < t->us[T_RING][i] * TUNE_MARGIN) {
-			c.ring_max = i == 0 ? tune_size(0) / 2 : tune_size(i - 1);
-			break;
-		}
 	for (int i = TUNE_SIZES - 1; i >= SPLIT_FIRST; i--) {
 		if (!(t->us[T_SPLIT][i] < t->us[T_GET][i] * TUNE_MARGIN))
 			break;
 		c.split_min = tune_size(i);
 	}
+	for (int i = 0; i < TUNE_SIZES; i++)
+		if (read_us(t, i, c.split_min) < t->us[T_RING][i] * TUNE_MARGIN) {
+			c.ring_max = tune_size(i > 0 ? i - 1 : 0);
+			break;
+		}
 	return c;
 }
 
@@ -225,9 +236,7 @@ static void report(const struct timings *t)
  * in the caches; the field's benchmarks time a protocol in a run too).
  * The timing side keeps the fastest of each: what the protocol costs in
  * a steady state, as a latency benchmark sees it; noise (the peer not
- * yet running, an interrupt) only ever adds.  The medians chose the ring
- * at 8 KiB in half the runs, where a steady ping-pong ran 25-40% faster
- * by get. */
+ * yet running, an interrupt) only ever adds. */
 static int measure(bool timing, int peer, char *buf, struct timings *out)
 {
 	static const enum vd_proto_force force[T_N] = {
@@ -291,13 +300,22 @@ static int tune_pair(bool first, int peer, struct choice *c)
 	return err;
 }
 
+/* 0 or one of the sizes the pair measures. */
+static bool size_measured(unsigned long long v)
+{
+	for (int i = 0; i < TUNE_SIZES; i++)
+		if (v == tune_size(i))
+			return true;
+	return v == 0;
+}
+
 /* The pair's first rank publishes; the host's other ranks (the pair's
  * second too) read it after the fence. */
 static int share(int a, int b, struct choice *c)
 {
 	char key[32], val[48];
 	unsigned long long rmax, smin;
-	int err;
+	int err, end = 0;
 
 	snprintf(key, sizeof(key), "vd-switch-%d", vd_place_node(vd_mpi.rank));
 	if (vd_mpi.rank == a && b >= 0) {
@@ -309,10 +327,10 @@ static int share(int a, int b, struct choice *c)
 		return err;
 	if ((err = vd_pmi_get_from(a, key, val, sizeof(val))))
 		return err;
-	/* The launcher's key-value space is the job's own: still, values
-	 * that are not sizes within the measured range are refused. */
-	if (sscanf(val, "%llu,%llu", &rmax, &smin) != 2 || rmax > tune_size(TUNE_SIZES - 1) ||
-	    smin > tune_size(TUNE_SIZES - 1))
+	/* The launcher's key-value space is the job's own: still, anything
+	 * but two measured sizes (or 0) and nothing after them is refused. */
+	if (sscanf(val, "%llu,%llu%n", &rmax, &smin, &end) != 2 || val[end] != '\0' ||
+	    !size_measured(rmax) || !size_measured(smin))
 		return -EPROTO;
 	*c = (struct choice){ (size_t)rmax, (size_t)smin };
 	return 0;
@@ -356,12 +374,18 @@ int vd_tune_init(void)
 		snprintf(key, sizeof(key), "vd-tune-want-%d", vd_mpi.rank);
 		err = vd_pmi_put(key, want_tuning(vd_mpi.rank == a ? b : a) ? "1" : "0");
 	}
-	err = err ?: vd_pmi_fence();
+	if (!err)
+		err = vd_pmi_fence();
 	if (!err && pair)
 		err = tune_pair(vd_mpi.rank == a, vd_mpi.rank == a ? b : a, &c);
-	err = err ?: share(a, b, &c);
+	if (!err)
+		err = share(a, b, &c);
 	if (err)
 		return err;
+	/* A rank whose own environment sets the switch points keeps them,
+	 * whatever the pair measured. */
+	if (!env_allows_tuning())
+		c = (struct choice){ 0, 0 };
 	if (c.ring_max)
 		vd_proto_ring_max(c.ring_max);
 	if (c.split_min)
