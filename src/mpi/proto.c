@@ -216,6 +216,16 @@ static int send_pipelined(struct vd_req *r)
 	return 0;
 }
 
+/* A get's RTS asks for split: tune.c's forcing decides while it
+ * measures, the automatic rule otherwise. */
+static bool split_wanted(const struct vd_req *r)
+{
+	if (force_now)
+		return force_now == VD_FORCE_SPLIT;
+	return !forcing && split_min && r->bytes >= split_min && r->bytes <= UINT32_MAX &&
+	       !vd_recv_posted_any();
+}
+
 static int send_rts(struct vd_req *r, enum proto p)
 {
 	struct vd_msg m = msg_for(r, p == P_GET ? VD_MSG_RTS_GET : VD_MSG_RTS_RNDV);
@@ -228,10 +238,7 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.sreq = r->id;
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
-	if (p == P_GET && !forcing && !force_now && split_min && r->bytes >= split_min &&
-	    r->bytes <= UINT32_MAX && !vd_recv_posted_any())
-		m.flags |= VD_MSGF_SPLIT;
-	if (p == P_GET && force_now == VD_FORCE_SPLIT)
+	if (p == P_GET && split_wanted(r))
 		m.flags |= VD_MSGF_SPLIT;
 	return vd_wire_send(r->peer, &m, NULL, 0);
 }

@@ -359,7 +359,7 @@ static void report_choice(struct choice c)
 int vd_tune_init(void)
 {
 	struct choice c = { 0, 0 };
-	int a, b, most, err = 0;
+	int a, b, peer, most, err = 0;
 	bool pair;
 
 	if (vd_mpi.size < 2)
@@ -368,16 +368,17 @@ int vd_tune_init(void)
 	if (most < 2)
 		return most < 0 ? most : 0;
 	pair = b >= 0 && (vd_mpi.rank == a || vd_mpi.rank == b);
+	peer = vd_mpi.rank == a ? b : a;
 	if (pair) {
 		char key[32];
 
 		snprintf(key, sizeof(key), "vd-tune-want-%d", vd_mpi.rank);
-		err = vd_pmi_put(key, want_tuning(vd_mpi.rank == a ? b : a) ? "1" : "0");
+		err = vd_pmi_put(key, want_tuning(peer) ? "1" : "0");
 	}
 	if (!err)
 		err = vd_pmi_fence();
 	if (!err && pair)
-		err = tune_pair(vd_mpi.rank == a, vd_mpi.rank == a ? b : a, &c);
+		err = tune_pair(vd_mpi.rank == a, peer, &c);
 	if (!err)
 		err = share(a, b, &c);
 	if (err)
