@@ -201,6 +201,10 @@ int vd_place_init(void);
 enum vd_transport vd_place_via(int rank);
 int vd_place_node(int rank);            /* node number, 0 in a job of one */
 int vd_place_local_ranks(void);         /* ranks on this node, this one too */
+int vd_place_most_local(void);          /* ranks on the fullest node */
+/* The most peers any rank reaches through the network: the same on every
+ * rank (the node map is the job's). */
+uint64_t vd_place_net_peers_max(void);
 uint64_t vd_place_nonce(void);          /* the job's random number (rank 0's) */
 bool vd_place_uses(enum vd_transport t);
 bool vd_place_job_net(void);

@@ -41,6 +41,8 @@ static struct {
 	uint8_t local[VD_T_N][ADDR_MAX];
 	uint8_t (*addr)[ADDR_MAX];      /* by world rank: ofi addresses */
 	uint64_t nonce;                 /* rank 0's random number for this job */
+	int fewest, most;               /* ranks on the emptiest and the fullest node */
+	bool all_net;                   /* VIADUCT_MPI_NET=ofi: every peer through ofi */
 } P;
 
 /* boot id + network namespace inode: differs between hosts and between
@@ -176,7 +178,8 @@ static int get_map(void)
 			return -EPROTO;
 		for (int i = 0; i < n; i++) {
 			unsigned v;
-			if (sscanf(val + MAP_DIGITS * i, "%3x", &v) != 1 || v >= MAP_NODES_MAX)
+			/* Numbered in order of first appearance: never above the rank. */
+			if (sscanf(val + MAP_DIGITS * i, "%3x", &v) != 1 || v > (unsigned)(first + i))
 				return -EPROTO;
 			P.node[first + i] = (uint16_t)v;
 		}
@@ -247,7 +250,28 @@ static void choose(enum net_choice choice)
 		P.uses |= 1u << P.via[r];
 	}
 	if (choice == NET_OFI)
-		P.job_net = true;
+		P.job_net = P.all_net = true;
+}
+
+/* The fewest and the most ranks any node holds (node numbers are below
+ * the job's size: get_map checks). */
+static int count_nodes(void)
+{
+	int *count = calloc((size_t)vd_mpi.size, sizeof(*count));
+
+	if (!count)
+		return -ENOMEM;
+	for (int r = 0; r < vd_mpi.size; r++)
+		count[P.node[r]]++;
+	P.fewest = vd_mpi.size;
+	for (int n = 0; n < vd_mpi.size; n++) {
+		if (count[n] && count[n] < P.fewest)
+			P.fewest = count[n];
+		if (count[n] > P.most)
+			P.most = count[n];
+	}
+	free(count);
+	return 0;
 }
 
 int vd_place_init(void)
@@ -262,6 +286,8 @@ int vd_place_init(void)
 	if ((err = put_key()) || (err = learn_nodes()))
 		return err;
 	choose((enum net_choice)choice);
+	if ((err = count_nodes()))
+		return err;
 	if (P.job_net && choice == NET_SHM) {
 		fprintf(stderr, "viaduct MPI: rank %d: VIADUCT_MPI_NET=shm, but the ranks are on "
 			"more than one host\n", vd_mpi.rank);
@@ -287,6 +313,18 @@ int vd_place_local_ranks(void)
 	for (int r = 0; P.node && r < vd_mpi.size; r++)
 		n += P.node[r] == P.node[vd_mpi.rank];
 	return n ? n : 1;
+}
+
+int vd_place_most_local(void)
+{
+	return P.node ? P.most : 1;
+}
+
+uint64_t vd_place_net_peers_max(void)
+{
+	if (!P.node)
+		return 0;
+	return (uint64_t)(vd_mpi.size - (P.all_net ? 1 : P.fewest));
 }
 
 int vd_place_node(int rank)

@@ -52,28 +52,20 @@ static double now_us(void)
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* The host's two lowest world ranks (b -1 when alone), and the most
- * ranks any host has (-ENOMEM). */
-static int host_pair(int *a, int *b)
+/* The host's two lowest world ranks (b -1 when alone). */
+static void host_pair(int *a, int *b)
 {
-	int node = vd_place_node(vd_mpi.rank), most = 0;
-	int *count = calloc((size_t)vd_mpi.size, sizeof(*count));
+	int node = vd_place_node(vd_mpi.rank);
 
-	if (!count)
-		return -ENOMEM;
 	*a = *b = -1;
-	for (int r = 0; r < vd_mpi.size; r++) {
-		int nd = vd_place_node(r);      /* below the job's size */
-
-		if (nd == node && *a < 0)
+	for (int r = 0; r < vd_mpi.size && *b < 0; r++) {
+		if (vd_place_node(r) != node)
+			continue;
+		if (*a < 0)
 			*a = r;
-		else if (nd == node && *b < 0)
+		else
 			*b = r;
-		if (nd >= 0 && nd < vd_mpi.size && ++count[nd] > most)
-			most = count[nd];
 	}
-	free(count);
-	return most;
 }
 
 /* This rank's environment leaves the switch points to the measurement:
@@ -359,14 +351,13 @@ static void report_choice(struct choice c)
 int vd_tune_init(void)
 {
 	struct choice c = { 0, 0 };
-	int a, b, peer, most, err = 0;
+	int a, b, peer, err = 0;
 	bool pair;
 
-	if (vd_mpi.size < 2)
+	/* Every rank skips the fences alike: the node map is the job's. */
+	if (vd_place_most_local() < 2)
 		return 0;
-	most = host_pair(&a, &b);
-	if (most < 2)
-		return most < 0 ? most : 0;
+	host_pair(&a, &b);
 	pair = b >= 0 && (vd_mpi.rank == a || vd_mpi.rank == b);
 	peer = vd_mpi.rank == a ? b : a;
 	if (pair) {

@@ -136,35 +136,6 @@ size_t vd_eager_max(int peer)
  * receive ring of its own, at most 8 MiB of them at 16. */
 #define DEEP_RING_RANKS 16
 
-/* The most peers any rank of the job reaches through the network.  The
- * same on every rank (the node map is the job's), so both ends of a pair
- * choose the same ring, and none holds more than the bound's worth of
- * deep receive rings, whichever end requested them. */
-static uint64_t net_peers_max(void)
-{
-	int me = vd_place_node(vd_mpi.rank), *count = calloc((size_t)vd_mpi.size, sizeof(int));
-	int fewest = vd_mpi.size;
-
-	if (!count)
-		return UINT64_MAX;      /* no deep rings */
-	for (int r = 0; r < vd_mpi.size; r++) {
-		int node = vd_place_node(r);
-		/* VIADUCT_MPI_NET=ofi: every peer, on this host too. */
-		if (r != vd_mpi.rank && node == me && vd_place_via(r) == VD_T_OFI)
-			fewest = 1;
-		if (node < 0 || node >= vd_mpi.size) {
-			free(count);    /* node numbers count hosts: below size */
-			return UINT64_MAX;
-		}
-		count[node]++;
-	}
-	for (int n = 0; n < vd_mpi.size; n++)
-		if (count[n] && count[n] < fewest)
-			fewest = count[n];
-	free(count);
-	return (uint64_t)(vd_mpi.size - fewest);
-}
-
 /* ---- the pool ------------------------------------------------------------------ */
 
 static int pool_init(struct transport *t, int npeers)
@@ -417,7 +388,7 @@ int vd_wire_init(void)
 		return err;
 	if ((err = vd_place_exchange()))
 		return err;
-	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep, net_peers_max() <= deep);
+	vd_conn_deep_rings((uint64_t)vd_place_local_ranks() <= deep, vd_place_net_peers_max() <= deep);
 	for (int k = 0; k < VD_T_N; k++)
 		cursor[k] = W.t[k].pool;
 	for (int r = 0; r < vd_mpi.size; r++) {
