@@ -21,6 +21,11 @@ for c in $CASES; do
 		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" strict
 	done
 done
+# Every block read straight from its owner (coll_shm_direct.c): the
+# same first-phase check must stop every rank.
+for c in alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_strided; do
+	mt_run "mismatch $c, read directly" 2 VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_mismatch "$c" strict
+done
 for c in alltoall_small alltoall_large alltoall_zero alltoall_sides; do
 	mt_run "mismatch $c, point to point" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_mismatch "$c" lenient
 done

@@ -12,6 +12,34 @@ for n in $MT_RANKS; do
 	mt_run coll_shm "$n" -- coll_shm
 done
 mt_run "coll_shm without the segment" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_shm
+# Blocks read straight from the member holding them: at every size (1),
+# and never (0: every byte through the segment).
+for n in 2 4; do
+	mt_run "coll_shm, every block read directly" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_shm
+done
+mt_run "coll_shm, no block read directly" 2 VIADUCT_MPI_COLL_DIRECT_MIN=0 -- coll_shm
+
+# Whether the members read each other directly: by default yes (every
+# one can, here), and no on every member when one of them alone sets
+# VIADUCT_MPI_COLL_DIRECT_MIN=0 -- they must all take the same path.
+direct_says() {
+	local what=$1 want=$2 out rc got
+	shift 2
+	out=$(vd_run_watched "$((MT_TIMEOUT - 5))" - env VIADUCT_DEBUG=1 "$VDRUN" -n 2 "$@" 2>&1)
+	rc=$?
+	got=$(grep -o 'blocks never read directly\|larger blocks read directly' <<<"$out" | sort | uniq -c |
+	      awk '{ $1 = $1; print }' | paste -sd, -)
+	if [ $rc -eq 0 ] && [ "$got" = "$want" ]; then
+		mt_ok "$what: $got"
+	else
+		mt_bad "$what: exit $rc, the ranks said: ${got:-nothing} (expected $want)"
+		grep -E 'viaduct|FAIL' <<<"$out" | head -10 | sed 's/^/     | /'
+	fi
+}
+# Each rank says it for two communicators: the world and its dup.
+direct_says "two ranks, defaults" "4 larger blocks read directly" "$prog"
+direct_says "rank 1 alone sets VIADUCT_MPI_COLL_DIRECT_MIN=0" "4 blocks never read directly" \
+	sh -c '[ "$PMI_RANK" = 1 ] && export VIADUCT_MPI_COLL_DIRECT_MIN=0; exec "$0"' "$prog"
 
 shm_files() { ls /dev/shm 2>/dev/null | grep -Ei 'viaduct|^vd' | sort; }
 out=$(mktemp /tmp/mpitest-out.XXXXXX)

@@ -323,6 +323,17 @@ int vd_coll_allgather_flat(const struct vd_coll_side *R, struct vd_comm *c)
 	return allgather_ring(R, c);
 }
 
+/* This rank's piece as contiguous bytes outside R (its send buffer), or
+ * NULL: others that read it there find lines its last copy did not just
+ * write. */
+static const void *own_bytes(const struct vd_coll_side *S, const struct vd_coll_side *R)
+{
+	if (S->buf == MPI_IN_PLACE || !S->t->contig ||
+	    (size_t)S->count * (size_t)S->t->size != (size_t)R->count * (size_t)R->t->size)
+		return NULL;
+	return S->buf;
+}
+
 static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c)
 {
@@ -336,7 +347,8 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 				      R->t)))
 		return err;
 	if (!R->vec && (s = vd_shm_of(c)))
-		return vd_coll_code(vd_shm_allgather(s, (void *)R->buf, R->count, R->t));
+		return vd_coll_code(vd_shm_allgather(s, (void *)R->buf, R->count, R->t,
+						     own_bytes(S, R)));
 	if (!R->vec && (h = vd_coll_hier(c)) && (err = vd_hier_allgather(h, R, c)) != -ENOTSUP)
 		return err;
 	return vd_coll_allgather_flat(R, c);

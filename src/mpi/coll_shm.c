@@ -44,6 +44,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,8 +56,13 @@
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
 #define SHM_NAME_LEN 128
-_Static_assert(SHM_LINE >= (2 + SHM_NBUF) * sizeof(uint32_t),
-	       "a counter, its sleepers and a signature per area in each line");
+#define SHM_DIRECT_MIN 16384            /* VIADUCT_MPI_COLL_DIRECT_MIN's default */
+/* Where in its line a member keeps the address its process maps the
+ * segment at (the direct-read probe reads it back through that process). */
+#define SHM_MAPPED_AT 48
+_Static_assert(SHM_MAPPED_AT >= (2 + SHM_NBUF) * sizeof(uint32_t) &&
+	       SHM_MAPPED_AT + sizeof(uint64_t) <= SHM_LINE,
+	       "a counter, its sleepers, a signature per area and an address in each line");
 
 /* ---- layout ------------------------------------------------------------------ */
 
@@ -84,6 +90,11 @@ static _Atomic uint32_t *counter(const struct vd_shm *s, int i)
 static _Atomic uint32_t *sleepers(const struct vd_shm *s, int i)
 {
 	return counter(s, i) + 1;
+}
+
+static _Atomic uint64_t *mapped_at(const struct vd_shm *s, int i)
+{
+	return (_Atomic uint64_t *)(s->counters + (size_t)i * SHM_LINE + SHM_MAPPED_AT);
 }
 
 /* Member i's signature of phase p: one word per area, so it lives as
@@ -301,6 +312,10 @@ static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
 	s->areas = base + areas_offset(c->size);
 	s->slot = slot;
 	s->area_len = (size_t)c->size * slot;
+	s->direct_min = SIZE_MAX;
+	/* Relaxed: the allgather's messages that follow order it before the
+	 * others' loads in direct_reaches_all. */
+	atomic_store_explicit(mapped_at(s, s->me), (uint64_t)(uintptr_t)base, memory_order_relaxed);
 	return s;
 }
 
@@ -310,6 +325,64 @@ static char *map_fd(int fd, size_t len)
 			    : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	return base == MAP_FAILED ? NULL : base;
+}
+
+int vd_shm_pull(const struct vd_shm *s, int i, void *buf, uint64_t at, size_t len)
+{
+	while (len) {
+		struct iovec mine = { buf, len }, theirs = { (void *)(uintptr_t)at, len };
+		ssize_t n = process_vm_readv(s->pids[i], &mine, 1, &theirs, 1, 0);
+
+		if (n <= 0)
+			return -EIO;
+		buf = (char *)buf + n;
+		at += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Whether this member reads every other one's memory: member i's line,
+ * read through member i's process at the address the line gives, must
+ * hold that address (the line is untrusted, but only the kernel follows
+ * the address). */
+static bool direct_reaches_all(const struct vd_shm *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		uint64_t at, got = 0;
+
+		if (i == s->me)
+			continue;
+		at = atomic_load_explicit(mapped_at(s, i), memory_order_relaxed);
+		if (vd_shm_pull(s, i, &got, at + (uint64_t)i * SHM_LINE + SHM_MAPPED_AT,
+				sizeof(got)) || got != at)
+			return false;
+	}
+	return true;
+}
+
+/* Every member must read every other and want the same threshold
+ * (VIADUCT_MPI_COLL_DIRECT_MIN), or nobody reads directly: all of them
+ * take the same path through every collective.  -1 if the exchange
+ * failed. */
+static int agree_direct(struct vd_shm *s, struct vd_comm *c)
+{
+	int want[2 * SHM_MAX_MEMBERS];
+	struct vd_coll_side R = { .buf = want, .count = 2, .dt = MPI_INT,
+				  .t = vd_dtype_get(MPI_INT) };
+	uint64_t min = SHM_DIRECT_MIN;
+
+	/* Checked at MPI_Init; at most 2^30. */
+	(void)viaduct_param_uint("VIADUCT_MPI_COLL_DIRECT_MIN", SHM_DIRECT_MIN, &min);
+	want[2 * s->me] = min && direct_reaches_all(s);
+	want[2 * s->me + 1] = (int)min;
+	if (vd_coll_allgather_flat(&R, c))
+		return -1;
+	for (int i = 0; i < s->n; i++)
+		if (!want[2 * i] || want[2 * i + 1] != (int)min)
+			return 0;
+	s->direct_min = (size_t)min;
+	return 0;
 }
 
 static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way)
@@ -341,6 +414,10 @@ static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way)
 	}
 	for (int i = 0; i < c->size; i++)
 		s->pids[i] = pids[i];
+	if (agree_direct(s, c)) {
+		vd_shm_free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -353,8 +430,10 @@ static void say_shm(const struct vd_comm *c, const struct vd_shm *s)
 		return;
 	if (s)
 		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
-			"collectives through a shared segment of %zu KiB\n", vd_mpi.rank,
-			c->size, s->len / 1024);
+			"collectives through a shared segment of %zu KiB, %s\n", vd_mpi.rank,
+			c->size, s->len / 1024,
+			s->direct_min == SIZE_MAX ? "blocks never read directly"
+						  : "larger blocks read directly");
 	else
 		fprintf(stderr, "viaduct MPI: rank %d: a communicator of %d ranks on this node: "
 			"no shared segment, collectives go point to point\n", vd_mpi.rank, c->size);

@@ -56,6 +56,9 @@ struct vd_shm {
 	char *areas;                    /* SHM_NBUF areas of n slots */
 	size_t slot;                    /* bytes per member per area */
 	size_t area_len;                /* n * slot */
+	size_t direct_min;              /* Bcast, Allgather, Alltoall blocks
+	                                 * of this many bytes go by
+	                                 * vd_shm_pull (SIZE_MAX: never) */
 	uint32_t phase;                 /* the last phase this member began */
 	uint32_t published;             /* the last phase it published */
 	pid_t *pids;                    /* members' processes (from the
@@ -90,6 +93,10 @@ void vd_shm_publish(struct vd_shm *s, uint32_t p);
  * later one.  0, or -EIO when a member died or the segment's counters
  * were overwritten (said on stderr). */
 int vd_shm_wait(struct vd_shm *s, int who, uint32_t p);
+/* Copy len bytes at address `at` of member i's process to buf
+ * (process_vm_readv): 0, or -EIO when that process or the address is
+ * gone. */
+int vd_shm_pull(const struct vd_shm *s, int i, void *buf, uint64_t at, size_t len);
 /* The area of phase p. */
 char *vd_shm_area(const struct vd_shm *s, uint32_t p);
 /* The area of phase p, once nobody reads its previous use any more. */
@@ -139,11 +146,22 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t total,
 			  size_t b0, size_t b1, MPI_Datatype dt, MPI_Op op, uint32_t sig);
 /* Allgather in place: member i's piece is count elements of t at
- * buf + i * count extents; this member's is there already. */
-int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t);
+ * buf + i * count extents; this member's is there already, and also at
+ * own (contiguous bytes; NULL: only in buf), where the others may read it. */
+int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
+		     const void *own);
 /* Alltoall (not in place): block i of each buffer is count elements at
  * i * count extents. */
 int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dtype *st,
 		    void *rbuf, int rcount, struct vd_dtype *rt);
+
+/* The same with each block copied once, straight from the member that
+ * holds it (coll_shm_direct.c): for blocks of s->direct_min bytes and
+ * more, contiguous (packed by the caller).  Allgather's pieces are at
+ * base + i * pb, this member's there already and at own, where the
+ * others read it; Alltoall's sig as for the segment's. */
+int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root);
+int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own);
+int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig);
 
 #endif /* VIADUCT_MPI_COLL_SHM_H */

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * viaduct MPI: node-local Bcast, Allgather and Alltoall that copy each
+ * block once, reading it straight out of the member that holds it with
+ * process_vm_readv, instead of twice through the shared segment (into a
+ * slot, then out of it).  The segment then carries only where each
+ * member's buffer is, and the phases that say when it may be read and
+ * when everyone is done with it.
+ *
+ * Worth it from a few KiB a block (VIADUCT_MPI_COLL_DIRECT_MIN): two
+ * copies through the segment move every line from the writer's cache to
+ * the reader's, while one read from the owner's buffer (as the
+ * point-to-point get does) moves each line once.  The members agree on
+ * the threshold, and that every one can read every other, when the
+ * segment is made (coll_shm.c), so all take the same path.
+ *
+ * What a member leaves in its slot is untrusted like the rest of the
+ * segment: its length is checked against this member's own, and its
+ * address is only ever handed to the kernel, which checks it against the
+ * owner's mappings.  A member whose buffer others read leaves only once
+ * all of them have published that they are done with it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "coll_shm.h"
+
+/* Where member me's buffer lies in its own process. */
+struct shm_exposed {
+	uint64_t addr;
+	uint64_t len;
+};
+_Static_assert(sizeof(struct shm_exposed) == 16, "the layout in a slot");
+_Static_assert(sizeof(struct shm_exposed) <= SHM_SLOT, "fits a slot");
+
+static char *own_slot(const struct vd_shm *s, char *area, int i)
+{
+	return area + (size_t)i * s->slot;
+}
+
+static void expose(struct vd_shm *s, char *area, const void *buf, size_t len)
+{
+	struct shm_exposed e = { (uint64_t)(uintptr_t)buf, len };
+
+	memcpy(own_slot(s, area, s->me), &e, sizeof(e));
+}
+
+/* Member i's buffer address, if it exposed exactly `want` bytes
+ * (-EMSGSIZE otherwise: the members' sizes differ).  Read once: the
+ * member may write its slot again meanwhile. */
+static int exposed(const struct vd_shm *s, char *area, int i, size_t want, uint64_t *addr)
+{
+	struct shm_exposed e;
+
+	memcpy(&e, own_slot(s, area, i), sizeof(e));
+	if (e.len != want)
+		return -EMSGSIZE;
+	*addr = e.addr;
+	return 0;
+}
+
+/* One phase: the root exposes its buffer and waits until every other
+ * member has read it and published the same phase. */
+int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root)
+{
+	uint32_t p = vd_shm_next(s);
+	uint64_t at;
+	char *area;
+	int err;
+
+	if (s->me == root) {
+		if ((err = vd_shm_claim(s, p, &area)))
+			return err;
+		expose(s, area, data, bytes);
+		vd_shm_publish(s, p);
+		return vd_shm_wait(s, -1, p);
+	}
+	if ((err = vd_shm_wait(s, root, p)))
+		return err;
+	area = vd_shm_area(s, p);
+	if (!(err = exposed(s, area, root, bytes, &at)))
+		err = vd_shm_pull(s, root, data, at, bytes);
+	vd_shm_publish(s, p);           /* done with it, even after an error */
+	return err;
+}
+
+/* After a phase at which every member exposed its buffer: read what
+ * this member wants of each (`pull_one`), then wait until everyone has
+ * done the same with this member's buffer. */
+static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len,
+			     int (*pull_one)(struct vd_shm *, int, uint64_t, void *), void *arg)
+{
+	int err = 0, err2;
+	uint32_t done;
+
+	for (int i = 0; i < s->n && !err; i++) {
+		uint64_t at;
+
+		if (i != s->me && !(err = exposed(s, area, i, exposed_len, &at)))
+			err = pull_one(s, i, at, arg);
+	}
+	done = vd_shm_next(s);
+	vd_shm_publish(s, done);
+	/* Even after an error here: the others may still be reading this
+	 * member's buffer. */
+	err2 = vd_shm_wait(s, -1, done);
+	return err ? err : err2;
+}
+
+struct gather_args {
+	char *base;                     /* member i's piece at base + i * pb */
+	size_t pb;
+};
+
+static int pull_piece(struct vd_shm *s, int i, uint64_t at, void *arg)
+{
+	struct gather_args *g = arg;
+
+	return vd_shm_pull(s, i, g->base + (size_t)i * g->pb, at, g->pb);
+}
+
+int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own)
+{
+	struct gather_args g = { base, pb };
+	uint32_t p = vd_shm_next(s);
+	char *area;
+	int err;
+
+	if ((err = vd_shm_claim(s, p, &area)))
+		return err;
+	expose(s, area, own, pb);
+	vd_shm_publish(s, p);
+	if ((err = vd_shm_wait(s, -1, p)))
+		return err;
+	return pull_then_release(s, area, pb, pull_piece, &g);
+}
+
+struct alltoall_args {
+	char *rb;                       /* block from member i at rb + i * b */
+	size_t b;
+};
+
+/* Member i's block for this member: the me-th of its send buffer. */
+static int pull_block(struct vd_shm *s, int i, uint64_t at, void *arg)
+{
+	struct alltoall_args *a = arg;
+
+	return vd_shm_pull(s, i, a->rb + (size_t)i * a->b, at + (uint64_t)s->me * a->b, a->b);
+}
+
+/* The first phase is signed with sig (b's signature), as the segment's
+ * Alltoall signs its own: members whose sizes differ all stop there,
+ * whichever path each took. */
+int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig)
+{
+	struct alltoall_args a = { rb, b };
+	uint32_t p = vd_shm_next(s);
+	char *area;
+	int err;
+
+	if ((err = vd_shm_claim(s, p, &area)))
+		return err;
+	expose(s, area, sb, (size_t)s->n * b);
+	vd_shm_sign(s, p, sig);
+	vd_shm_publish(s, p);
+	if ((err = vd_shm_wait_signed(s, p, sig)))
+		return err;
+	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+	return pull_then_release(s, area, (size_t)s->n * b, pull_block, &a);
+}
