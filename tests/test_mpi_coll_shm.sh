@@ -18,6 +18,14 @@ for n in 2 4; do
 	mt_run "coll_shm, every block read directly" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_shm
 done
 mt_run "coll_shm, no block read directly" 2 VIADUCT_MPI_COLL_DIRECT_MIN=0 -- coll_shm
+# More members than CPUs here, but told the host is not crowded: the
+# direct Allgather and reductions with 3 and 4 members (slices, pushes
+# into several outputs).
+for n in 3 4; do
+	mt_run "coll_shm, read directly, not crowded" "$n" VIADUCT_MPI_COLL_CROWDED=no -- coll_shm
+done
+mt_run "coll_shm, every block read directly, not crowded" 3 VIADUCT_MPI_COLL_CROWDED=no \
+	VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_shm
 
 # Whether the members read each other directly: by default yes (every
 # one can, here), and no on every member when one of them alone sets

@@ -51,7 +51,6 @@
 #include "coll_shm.h"
 #include "engine.h"
 
-#define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
 #define SHM_YIELD_NS (200 * 1000)
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
@@ -179,11 +178,20 @@ struct shm_offer {
 
 /* The slot size: larger when this node's ranks outnumber the CPUs they
  * may use (a rank bound to one CPU was placed by a launcher that spread
- * the ranks: then all online CPUs count). */
+ * the ranks: then all online CPUs count), or VIADUCT_MPI_COLL_CROWDED
+ * says so.  The creator's choice holds for every member. */
 static uint32_t choose_slot(void)
 {
+	enum { CROWDED_AUTO, CROWDED_NO, CROWDED_YES };
+	uint64_t given = CROWDED_AUTO;
 	cpu_set_t cpus;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* Checked at MPI_Init.  A container's CPU quota, say, is not in the
+	 * affinity mask: the user may know better. */
+	(void)viaduct_param_uint("VIADUCT_MPI_COLL_CROWDED", CROWDED_AUTO, &given);
+	if (given != CROWDED_AUTO)
+		return given == CROWDED_YES ? SHM_SLOT_CROWDED : SHM_SLOT;
 
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1)
 		ncpu = CPU_COUNT(&cpus);
@@ -342,6 +350,21 @@ int vd_shm_pull(const struct vd_shm *s, int i, void *buf, uint64_t at, size_t le
 	return 0;
 }
 
+int vd_shm_push(const struct vd_shm *s, int i, uint64_t at, const void *buf, size_t len)
+{
+	while (len) {
+		struct iovec mine = { (void *)buf, len }, theirs = { (void *)(uintptr_t)at, len };
+		ssize_t n = process_vm_writev(s->pids[i], &mine, 1, &theirs, 1, 0);
+
+		if (n <= 0)
+			return -EIO;
+		buf = (const char *)buf + n;
+		at += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* Whether this member reads every other one's memory: member i's line,
  * read through member i's process at the address the line gives, must
  * hold that address (the line is untrusted, but only the kernel follows
@@ -374,13 +397,17 @@ static int agree_direct(struct vd_shm *s, struct vd_comm *c)
 
 	/* Checked at MPI_Init; at most 2^30. */
 	(void)viaduct_param_uint("VIADUCT_MPI_COLL_DIRECT_MIN", SHM_DIRECT_MIN, &min);
-	want[2 * s->me] = min && direct_reaches_all(s);
+	s->bounce = min ? malloc(2 * SHM_DIRECT_CHUNK) : NULL;
+	want[2 * s->me] = s->bounce && direct_reaches_all(s);
 	want[2 * s->me + 1] = (int)min;
 	if (vd_coll_allgather_flat(&R, c))
 		return -1;
 	for (int i = 0; i < s->n; i++)
-		if (!want[2 * i] || want[2 * i + 1] != (int)min)
+		if (!want[2 * i] || want[2 * i + 1] != (int)min) {
+			free(s->bounce);
+			s->bounce = NULL;
 			return 0;
+		}
 	s->direct_min = (size_t)min;
 	return 0;
 }
@@ -458,6 +485,7 @@ void vd_shm_free(struct vd_shm *s)
 	if (!s)
 		return;
 	munmap(s->base, s->len);
+	free(s->bounce);
 	free(s);
 }
 

@@ -199,6 +199,9 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 	bool wants = root < 0 || s->me == root;
 	int err = 0;
 
+	if (vd_shm_direct_roomy(s, total * r.esz))
+		return vd_shm_direct_reduce(s, in, out, total, dt, op, root, r.sig);
+
 	for (size_t e0 = 0; e0 < total && !err; e0 += per) {
 		size_t m = total - e0 < per ? total - e0 : per;
 
@@ -277,15 +280,6 @@ int vd_shm_reduce_scatter(struct vd_shm *s, const void *in, void *out, size_t to
 
 /* Where member i's packed piece goes: in buf itself for a contiguous
  * type, else in the staging copy `all`. */
-/* Not on a crowded node (its larger slots): there the direct path's
- * second wait for every member, each a context switch away, cost more
- * than the copies it saves (4 ranks on 2 CPUs: 16 KiB 21 against 13 us,
- * 1 MiB 1.19 against 1.01 ms). */
-static bool allgather_direct(const struct vd_shm *s, size_t pb)
-{
-	return pb >= s->direct_min && s->slot == SHM_SLOT;
-}
-
 static char *piece(char *buf, char *all, size_t pb, int i)
 {
 	return (all ? all : buf) + (size_t)i * pb;
@@ -310,10 +304,10 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 		vd_dtype_pack(t, (char *)buf + (MPI_Aint)s->me * count * t->extent, count,
 			      piece(buf, all, pb, s->me));
 	}
-	if (allgather_direct(s, pb))
+	if (vd_shm_direct_roomy(s, pb))
 		err = vd_shm_direct_allgather(s, piece(buf, all, pb, 0), pb,
 					      own ? own : piece(buf, all, pb, s->me));
-	for (size_t off = 0; !allgather_direct(s, pb) && off < pb && !err; off += s->slot) {
+	for (size_t off = 0; !vd_shm_direct_roomy(s, pb) && off < pb && !err; off += s->slot) {
 		size_t len = pb - off < s->slot ? pb - off : s->slot;
 		uint32_t p = vd_shm_next(s);
 		char *area;
