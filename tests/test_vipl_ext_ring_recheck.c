@@ -13,6 +13,11 @@
  *    viaduct_cq_wait_any, then sends with its wake-up suppressed (as if
  *    its load of the waiter count had passed its store), five times: the
  *    receiver's median wait is under 25 ms, and every message arrives.
+ *    Only rounds whose send returned within the recheck window of the
+ *    receiver's wait count (the sender stamps it): a sender held off the
+ *    CPU longer (a loaded machine) publishes after the one recheck, which
+ *    is no longer the race it stands for.  Such rounds are repeated, up
+ *    to MAX_TRIES in all.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,9 +26,14 @@
 #include "viptest.h"
 #include "vipl/vipl_internal.h"
 #include "prov/shm/shm.h"
+#include "util/sys.h"
 
 #define ROUNDS 5
+#define MAX_TRIES 40
 #define SLICE_MS 50     /* VD_CQ_SLICE_NS */
+/* A send that returned this soon after the wait began was published
+ * before the recheck (VD_CQ_RECHECK_NS, 200 us after arming). */
+#define ON_TIME_NS 150000ull
 
 static int asked;
 
@@ -70,6 +80,9 @@ static void send_unrung(VIP_VI_HANDLE vh, uint32_t i)
 	c->peer_rcq = NULL;
 	VT_OK(viaduct_ring_send(vh, &i, sizeof(i), NULL, 0));
 	c->peer_rcq = rcq;
+	/* When it was published at the latest (CLOCK_MONOTONIC: the same
+	 * clock in both processes). */
+	VDT_CHECK(vt_put_u64(vt_fd, vd_now_ns()) == 0);
 }
 
 static int sender(void *arg)
@@ -80,10 +93,10 @@ static int sender(void *arg)
 
 	vt_side_open(&s, VIP_SERVICE_RELIABLE_DELIVERY, NULL);
 	vt_side_connect(&s, vt_disc(disc, "recheck"));
-	for (uint32_t i = 0; i < ROUNDS; i++) {
-		VDT_CHECK(vt_sync(vt_fd) == 0);
+	uint64_t more = 0;
+
+	for (uint32_t i = 0; vt_get_u64(vt_fd, &more) == 0 && more; i++)
 		send_unrung(s.vi, i);
-	}
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	vt_side_close(&s);
 	return 0;
@@ -98,9 +111,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The wait for message `want` in ms, or UINT64_MAX when its send came
+ * too late to stand for the race. */
 static uint64_t wait_one(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq, uint32_t want)
 {
-	uint64_t t0 = vt_now_ms(), took;
+	uint64_t t0 = vt_now_ms(), began = vd_now_ns(), took, sent = 0;
 	const void *m;
 	VIP_UINT32 len;
 
@@ -109,7 +124,8 @@ static uint64_t wait_one(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq, uint32_t want)
 	VT_OK(viaduct_ring_peek(vi, &m, &len));
 	VDT_CHECK(len == sizeof(want) && *(const uint32_t *)m == want);
 	VT_OK(viaduct_ring_release(vi));
-	return took;
+	VDT_CHECK(vt_get_u64(vt_fd, &sent) == 0);
+	return sent - began < ON_TIME_NS ? took : UINT64_MAX;
 }
 
 static int receiver(void *arg)
@@ -127,15 +143,24 @@ static int receiver(void *arg)
 	va = vt_vi_attrs(s.nic, VIP_SERVICE_RELIABLE_DELIVERY);
 	VT_OK(VipCreateVi(s.nic, &va, NULL, cq, &s.vi));
 	vt_side_connect(&s, vt_disc(disc, "recheck"));
-	for (uint32_t i = 0; i < ROUNDS; i++) {
-		VDT_CHECK(vt_sync(vt_fd) == 0);
-		took[i] = wait_one(s.vi, cq, i);
+	int n = 0, tries = 0;
+
+	while (n < ROUNDS && tries < MAX_TRIES) {
+		uint64_t t;
+
+		VDT_CHECK(vt_put_u64(vt_fd, 1) == 0);   /* another round */
+		t = wait_one(s.vi, cq, (uint32_t)tries++);
+		if (t != UINT64_MAX)
+			took[n++] = t;
 	}
+	VDT_CHECK(vt_put_u64(vt_fd, 0) == 0);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
-	qsort(took, ROUNDS, sizeof(took[0]), cmp_u64);
+	printf("waits for an unrung message: %d of %d rounds sent in time\n", n, tries);
+	VDT_CHECK(n == ROUNDS);
+	qsort(took, (size_t)n, sizeof(took[0]), cmp_u64);
 	printf("waits for an unrung message: median %llu ms (slice %d ms)\n",
-	       (unsigned long long)took[ROUNDS / 2], SLICE_MS);
-	VDT_CHECK(took[ROUNDS / 2] < SLICE_MS / 2);
+	       (unsigned long long)took[n / 2], SLICE_MS);
+	VDT_CHECK(took[n / 2] < SLICE_MS / 2);
 	vt_side_close(&s);
 	return 0;
 }
