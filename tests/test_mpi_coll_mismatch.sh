@@ -26,6 +26,14 @@ done
 for c in alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_strided; do
 	mt_run "mismatch $c, read directly" 2 VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_mismatch "$c" strict
 done
+# Reductions of different lengths: each member compares the others'
+# exposed lengths with its own, and every one fails the done phase.
+for c in allreduce_count reduce_count; do
+	for n in 2 3; do
+		mt_run "mismatch $c, read directly" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=1 \
+			VIADUCT_MPI_COLL_CROWDED=no -- coll_mismatch "$c" strict
+	done
+done
 for c in alltoall_small alltoall_large alltoall_zero alltoall_sides; do
 	mt_run "mismatch $c, point to point" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_mismatch "$c" lenient
 done

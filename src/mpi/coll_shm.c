@@ -376,6 +376,17 @@ static bool direct_reaches_all(const struct vd_shm *s)
 
 		if (i == s->me)
 			continue;
+		/* Each member's own word for its pid: one naming this process
+		 * or another member's would turn writes meant for it into
+		 * writes into them (reading this process's own segment would
+		 * pass the probe). */
+		for (int j = 0; j < s->n; j++)
+			if (j != i && s->pids[j] == s->pids[i])
+				return false;
+		if (s->pids[i] == getpid())
+			return false;
+		/* Relaxed: the pid allgather's messages order member i's store
+		 * (in shm_new) before this load. */
 		at = atomic_load_explicit(mapped_at(s, i), memory_order_relaxed);
 		if (vd_shm_pull(s, i, &got, at + (uint64_t)i * SHM_LINE + SHM_MAPPED_AT,
 				sizeof(got)) || got != at)
@@ -386,7 +397,7 @@ static bool direct_reaches_all(const struct vd_shm *s)
 
 /* Every member must read every other and want the same threshold
  * (VIADUCT_MPI_COLL_DIRECT_MIN), or nobody reads directly: all of them
- * take the same path through every collective.  -1 if the exchange
+ * take the same path through every collective.  -EIO if the exchange
  * failed. */
 static int agree_direct(struct vd_shm *s, struct vd_comm *c)
 {
@@ -401,7 +412,7 @@ static int agree_direct(struct vd_shm *s, struct vd_comm *c)
 	want[2 * s->me] = s->bounce && direct_reaches_all(s);
 	want[2 * s->me + 1] = (int)min;
 	if (vd_coll_allgather_flat(&R, c))
-		return -1;
+		return -EIO;
 	for (int i = 0; i < s->n; i++)
 		if (!want[2 * i] || want[2 * i + 1] != (int)min) {
 			free(s->bounce);
@@ -697,6 +708,37 @@ yield:
 				return -EIO;
 		}
 	}
+}
+
+static bool member_gone(const struct vd_shm *s, int i)
+{
+	return i != s->me && kill(s->pids[i], 0) != 0 && errno == ESRCH;
+}
+
+/* How long the live members get, after a death, to let go of this
+ * member's buffers: each does so on every path right after its own
+ * reads and writes, so only a member that stopped taking part (hostile,
+ * or stopped in a debugger) runs into it. */
+#define SHM_RELEASE_NS (2ull * 1000 * 1000 * 1000)
+
+int vd_shm_wait_release(struct vd_shm *s, uint32_t p)
+{
+	int err = vd_shm_wait(s, -1, p);
+	uint64_t give_up = now_ns() + SHM_RELEASE_NS;
+
+	if (err != -EIO)
+		return err;
+	for (int i = 0; i < s->n && !s->corrupt && now_ns() < give_up; i++) {
+		while (!member_gone(s, i) && !member_reached(s, i, p) && !s->corrupt &&
+		       now_ns() < give_up) {
+			struct timespec nap = { 0, SHM_NAP_NS };
+			int held = vd_lock_release();
+
+			nanosleep(&nap, NULL);
+			vd_lock_reacquire(held);
+		}
+	}
+	return -EIO;
 }
 
 char *vd_shm_area(const struct vd_shm *s, uint32_t p)

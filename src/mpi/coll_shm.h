@@ -59,15 +59,18 @@ struct vd_shm {
 	char *areas;                    /* SHM_NBUF areas of n slots */
 	size_t slot;                    /* bytes per member per area */
 	size_t area_len;                /* n * slot */
-	size_t direct_min;              /* Bcast, Allgather, Alltoall blocks
-	                                 * of this many bytes go by
-	                                 * vd_shm_pull (SIZE_MAX: never) */
+	size_t direct_min;              /* blocks of this many bytes go by
+	                                 * vd_shm_pull / vd_shm_push
+	                                 * (coll_shm_direct.c; SIZE_MAX:
+	                                 * never) */
 	char *bounce;                   /* 2 * SHM_DIRECT_CHUNK: a direct
 	                                 * reduction's pulled operands */
 	uint32_t phase;                 /* the last phase this member began */
 	uint32_t published;             /* the last phase it published */
-	pid_t *pids;                    /* members' processes (from the
-	                                 * engine, not the segment) */
+	pid_t *pids;                    /* members' processes (each one's own
+	                                 * word, over point to point: not
+	                                 * from the segment, but not checked
+	                                 * by the kernel either) */
 	uint32_t *seen;                 /* the furthest phase seen of each
 	                                 * member (private: a counter going
 	                                 * back was overwritten) */
@@ -105,6 +108,11 @@ int vd_shm_pull(const struct vd_shm *s, int i, void *buf, uint64_t at, size_t le
 /* Copy len bytes from buf to address `at` of member i's process
  * (process_vm_writev), as vd_shm_pull. */
 int vd_shm_push(const struct vd_shm *s, int i, uint64_t at, const void *buf, size_t len);
+/* vd_shm_wait for every member at p, for a member whose buffers the
+ * others read or write until they publish p: after a death (-EIO) it
+ * still waits for the live members (at most a couple of seconds), so
+ * that none of them touches memory this member handed back. */
+int vd_shm_wait_release(struct vd_shm *s, uint32_t p);
 /* The area of phase p. */
 char *vd_shm_area(const struct vd_shm *s, uint32_t p);
 /* The area of phase p, once nobody reads its previous use any more. */
@@ -115,6 +123,7 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_REFUSED 0u
 #define SHM_SIG_ALLTOALL 0x2a1170a1u          /* seeds: one per collective */
 #define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
+#define SHM_SIG_DONE 0xd0e5d0e5u                /* a direct reducer did its part */
 /* Sign phase p with sig (before publishing it). */
 void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
 /* vd_shm_wait for every member at phase p, then -EMSGSIZE

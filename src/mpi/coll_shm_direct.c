@@ -24,8 +24,10 @@
  * What a member leaves in its slot is untrusted like the rest of the
  * segment: its length is checked against this member's own, and its
  * address is only ever handed to the kernel, which checks it against the
- * owner's mappings.  A member whose buffer others read leaves only once
- * all of them have published that they are done with it.
+ * owner's mappings.  A member whose buffer others read or write leaves
+ * only once all of them have published that they are done with it, or,
+ * after a member died, once every live one has (release_phase); every
+ * member publishes that phase on every path after its first.
  */
 #include <errno.h>
 #include <string.h>
@@ -98,25 +100,42 @@ int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root)
 			return err;
 		expose(s, area, data, bytes);
 		vd_shm_publish(s, p);
-		return vd_shm_wait(s, -1, p);
+		return vd_shm_wait_release(s, p);
 	}
-	if ((err = vd_shm_wait(s, root, p)))
-		return err;
 	area = vd_shm_area(s, p);
-	if (!(err = exposed(s, area, root, bytes, &at)))
+	if (!(err = vd_shm_wait(s, root, p)) && !(err = exposed(s, area, root, bytes, &at)))
 		err = vd_shm_pull(s, root, data, at, bytes);
 	vd_shm_publish(s, p);           /* done with it, even after an error */
 	return err;
 }
 
+/* The last phase of a collective whose members read or write each
+ * other's buffers: published on every path once this member is done
+ * with the others' (signed: whether it did its part, which others'
+ * results may depend on), and waited for until nobody still touches this
+ * member's.  Its release store is what makes the pushes into a member's
+ * output visible to that member (the kernel's copy precedes it). */
+static int release_phase(struct vd_shm *s, int err)
+{
+	uint32_t done = vd_shm_next(s);
+	int err2;
+
+	vd_shm_sign(s, done, err ? SHM_SIG_REFUSED : SHM_SIG_DONE);
+	vd_shm_publish(s, done);
+	err2 = vd_shm_wait_signed(s, done, SHM_SIG_DONE);
+	if (err2 == -EIO)
+		err2 = vd_shm_wait_release(s, done);
+	else if (err2 == -EMSGSIZE)
+		err2 = -EIO;            /* a member could not do its part */
+	return err ? err : err2;
+}
+
 /* After a phase at which every member exposed its buffer: read what
- * this member wants of each (`pull_one`), then wait until everyone has
- * done the same with this member's buffer. */
+ * this member wants of each (`pull_one`), then release. */
 static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len,
 			     int (*pull_one)(struct vd_shm *, int, uint64_t, void *), void *arg)
 {
-	int err = 0, err2;
-	uint32_t done;
+	int err = 0;
 
 	for (int i = 0; i < s->n && !err; i++) {
 		uint64_t at;
@@ -124,12 +143,7 @@ static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len,
 		if (i != s->me && !(err = exposed(s, area, i, exposed_len, &at)))
 			err = pull_one(s, i, at, arg);
 	}
-	done = vd_shm_next(s);
-	vd_shm_publish(s, done);
-	/* Even after an error here: the others may still be reading this
-	 * member's buffer. */
-	err2 = vd_shm_wait(s, -1, done);
-	return err ? err : err2;
+	return release_phase(s, err);
 }
 
 struct gather_args {
@@ -156,7 +170,7 @@ int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void 
 	expose(s, area, own, pb);
 	vd_shm_publish(s, p);
 	if ((err = vd_shm_wait(s, -1, p)))
-		return err;
+		return release_phase(s, err);   /* others may read ours */
 	return pull_then_release(s, area, pb, pull_piece, &g);
 }
 
@@ -188,8 +202,11 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	expose(s, area, sb, (size_t)s->n * b);
 	vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);
-	if ((err = vd_shm_wait_signed(s, p, sig)))
+	/* Sizes that differ stop every member here, whichever path. */
+	if ((err = vd_shm_wait_signed(s, p, sig)) == -EMSGSIZE)
 		return err;
+	if (err)
+		return release_phase(s, err);   /* others may read ours */
 	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
 	return pull_then_release(s, area, (size_t)s->n * b, pull_block, &a);
 }
@@ -260,6 +277,7 @@ static int reduce_slice(struct vd_shm *s, const struct direct_red *r, size_t cou
 	size_t lo = count * (size_t)s->me / (size_t)s->n;
 	size_t hi = count * (size_t)(s->me + 1) / (size_t)s->n;
 	size_t per = SHM_DIRECT_CHUNK / r->esz;         /* >= 1: esz <= SHM_SLOT */
+	_Static_assert(SHM_DIRECT_CHUNK >= SHM_SLOT, "a chunk holds an element");
 	int err = 0;
 
 	for (size_t a = lo; a < hi && !err; a += per)
@@ -283,9 +301,9 @@ int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t cou
 	struct direct_red r = { .dt = dt, .op = op, .esz = (size_t)vd_dtype_get(dt)->size,
 				.root = root, .in = in, .out = out };
 	bool wants = root < 0 || s->me == root;
-	uint32_t p = vd_shm_next(s), done;
+	uint32_t p = vd_shm_next(s);
 	char *area;
-	int err, err2;
+	int err;
 
 	if ((err = vd_shm_claim(s, p, &area)))
 		return err;
@@ -293,14 +311,12 @@ int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t cou
 	if (sig)
 		vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);
-	if ((err = sig ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p)))
-		return err;
-	if (!(err = read_exposed(s, area, count * r.esz, &r)))
+	err = sig ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p);
+	if (err == -EMSGSIZE)
+		return err;     /* every member stops here */
+	if (!err && !(err = read_exposed(s, area, count * r.esz, &r)))
 		err = reduce_slice(s, &r, count);
-	done = vd_shm_next(s);
-	vd_shm_publish(s, done);
 	/* Even after an error: the others may still read this member's
-	 * input and write its output. */
-	err2 = vd_shm_wait(s, -1, done);
-	return err ? err : err2;
+	 * input and write its output; and a slice not done fails them. */
+	return release_phase(s, err);
 }

@@ -285,10 +285,33 @@ static char *piece(char *buf, char *all, size_t pb, int i)
 	return (all ? all : buf) + (size_t)i * pb;
 }
 
+/* Through the segment: per chunk of a slot's size of the pieces, every
+ * member copies its part into its slot, then everyone copies everyone
+ * else's out. */
+static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb)
+{
+	int err = 0;
+
+	for (size_t off = 0; off < pb && !err; off += s->slot) {
+		size_t len = pb - off < s->slot ? pb - off : s->slot;
+		uint32_t p = vd_shm_next(s);
+		char *area;
+
+		if ((err = vd_shm_claim(s, p, &area)))
+			break;
+		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
+		vd_shm_publish(s, p);
+		err = vd_shm_wait(s, -1, p);
+		for (int i = 0; i < s->n && !err; i++)
+			if (i != s->me)
+				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
+	}
+	return err;
+}
+
 /* Each member's piece is count elements of t at buf + i * count extents,
- * this member's already in place.  Per chunk of a slot's size of the
- * pieces: every member copies its part into its slot, then everyone
- * copies everyone else's out. */
+ * this member's already in place: read directly, or through the
+ * segment. */
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 		     const void *own)
 {
@@ -307,20 +330,8 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 	if (vd_shm_direct_roomy(s, pb))
 		err = vd_shm_direct_allgather(s, piece(buf, all, pb, 0), pb,
 					      own ? own : piece(buf, all, pb, s->me));
-	for (size_t off = 0; !vd_shm_direct_roomy(s, pb) && off < pb && !err; off += s->slot) {
-		size_t len = pb - off < s->slot ? pb - off : s->slot;
-		uint32_t p = vd_shm_next(s);
-		char *area;
-
-		if ((err = vd_shm_claim(s, p, &area)))
-			break;
-		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
-		vd_shm_publish(s, p);
-		err = vd_shm_wait(s, -1, p);
-		for (int i = 0; i < s->n && !err; i++)
-			if (i != s->me)
-				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
-	}
+	else
+		err = allgather_chunks(s, buf, all, pb);
 	for (int i = 0; all && !err && i < s->n; i++)
 		if (i != s->me)
 			vd_dtype_unpack(t, piece(buf, all, pb, i), pb,

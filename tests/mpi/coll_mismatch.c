@@ -25,6 +25,9 @@
  *   rs_phases        100 against 600 per rank (one phase against two)
  *   rs_zero          rank 0's recvcounts all 0, the others' 2
  *   rs_block         Reduce_scatter_block, 2 against 3
+ *   allreduce_count  Allreduce, 8 ints against 16 (only where every block
+ *                    is read directly, which compares the lengths)
+ *   reduce_count     Reduce to 0, the same
  */
 #include "mpitest.h"
 
@@ -94,6 +97,16 @@ static int erroneous_call(const char *name)
 
 	if (!strcmp(name, "alltoall_small"))
 		return odd ? alltoall_ints(4, 4) : alltoall_ints(8, 8);
+	if (!strcmp(name, "allreduce_count")) {
+		for (int i = 0; i < 16; i++)
+			sbuf[i] = i;
+		return MPI_Allreduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	}
+	if (!strcmp(name, "reduce_count")) {
+		for (int i = 0; i < 16; i++)
+			sbuf[i] = i;
+		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	}
 	if (!strcmp(name, "alltoall_large"))
 		return odd ? alltoall_ints(BIG / 2, BIG / 2) : alltoall_ints(BIG, BIG);
 	if (!strcmp(name, "alltoall_zero"))

@@ -134,6 +134,15 @@ static void one_reduction(MPI_Comm c, int t, int op, size_t n, int root, bool in
 			   root < 0 ? "allreduce" : "reduce", t, op, n, root, i, got, want))
 			break;
 	}
+	/* Nothing written where no result goes, nor into the input. */
+	for (size_t i = 0; !gets && i < n; i++)
+		if (!CHECK(get(out, t, i) == 99, "reduce root %d n %zu: rank %d's output [%zu] "
+			   "written", root, n, me, i))
+			break;
+	for (size_t i = 0; !(inplace && gets) && i < n; i++)
+		if (!CHECK(get(in, t, i) == value(t, op, me, i, round),
+			   "%s n %zu: input [%zu] changed", root < 0 ? "allreduce" : "reduce", n, i))
+			break;
 }
 
 static void bcast_check(MPI_Comm c, size_t n, int root, int round, unsigned char *buf)
@@ -272,6 +281,37 @@ static void bcast_types(MPI_Comm c)
 	MPI_Type_free(&vec);
 }
 
+/* Through the node's segment, sums of doubles combine in rank order,
+ * x0 + (x1 + (... + xn-1)), on every member, whether the blocks go
+ * through slots or are read directly: with 1, 1e16 and -1e16 that is 1,
+ * left to right it would be 0.  Small and direct-sized vectors.  (Point
+ * to point, the tree decides the order: MPI allows either for a
+ * commutative op.) */
+static void fold_order(MPI_Comm c, double *in, double *out)
+{
+	static const int lens[] = { 3, 300, 9000 };
+	int me = crank(c);
+
+	const char *seg = getenv("VIADUCT_MPI_COLL_SHM");
+
+	if (csize(c) < 3 || (seg && !strcmp(seg, "0")))
+		return;
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+		int n = lens[k];
+
+		for (int i = 0; i < n; i++)
+			in[i] = me == 0 ? 1.0 : me == 1 ? 1e16 : me == 2 ? -1e16 : 0.0;
+		MPI_OK(MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, c));
+		for (int i = 0; i < n; i++)
+			if (!CHECK(out[i] == 1.0, "allreduce n %d: [%d] = %g, not 1", n, i, out[i]))
+				break;
+		MPI_OK(MPI_Reduce(in, out, n, MPI_DOUBLE, MPI_SUM, 1, c));
+		for (int i = 0; me == 1 && i < n; i++)
+			if (!CHECK(out[i] == 1.0, "reduce n %d: [%d] = %g, not 1", n, i, out[i]))
+				break;
+	}
+}
+
 static void errors(void)
 {
 	int x = 0, y, cls;
@@ -323,6 +363,8 @@ int main(int argc, char **argv)
 		killed_member(in, out);
 	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
 	MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_size - mt_rank, &half));
+	mt_phase = "fold order";
+	fold_order(MPI_COMM_WORLD, (double *)in, (double *)out);
 	mt_phase = "world";
 	mixed_rounds(MPI_COMM_WORLD, 60, in, out);
 	mt_phase = "interleaved";

@@ -41,7 +41,10 @@
  *
  * The layout is white-box knowledge of src/mpi/coll_shm.c: one 64-byte
  * line per member (phase counter, its sleeper count, then a signature
- * word per data area) in the first page, then the data areas.
+ * word per data area, and at byte 48 the address the member maps the
+ * segment at, read once when the segment is made) in the first page,
+ * then the data areas (whose slots may hold only where a member's buffer
+ * is, for blocks read directly).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
