@@ -281,10 +281,10 @@ static void bcast_types(MPI_Comm c)
 	MPI_Type_free(&vec);
 }
 
-/* Through the node's segment, sums of doubles combine in rank order,
- * x0 + (x1 + (... + xn-1)), on every member, whether the blocks go
- * through slots or are read directly: with 1, 1e16 and -1e16 that is 1,
- * left to right it would be 0.  Small and direct-sized vectors.  (Point
+/* On a node's communicator (its segment), sums of doubles combine in
+ * rank order, x0 + (x1 + (... + xn-1)), on every member, whether the
+ * blocks go through slots or are read directly: with 1, 1e16 and -1e16
+ * that is 1, left to right it would be 0.  Small and direct-sized vectors.  (Point
  * to point, the tree decides the order: MPI allows either for a
  * commutative op.) */
 static void fold_order(MPI_Comm c, double *in, double *out)
@@ -364,7 +364,10 @@ int main(int argc, char **argv)
 	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
 	MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, mt_rank % 2, mt_size - mt_rank, &half));
 	mt_phase = "fold order";
-	fold_order(MPI_COMM_WORLD, (double *)in, (double *)out);
+	MPI_Comm node;
+	MPI_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+	fold_order(node, (double *)in, (double *)out);
+	MPI_OK(MPI_Comm_free(&node));
 	mt_phase = "world";
 	mixed_rounds(MPI_COMM_WORLD, 60, in, out);
 	mt_phase = "interleaved";
