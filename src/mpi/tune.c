@@ -207,19 +207,24 @@ static bool debugging(void)
 	return viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) == 0 && dbg;
 }
 
+/* One write for the whole line: the pairs of other hosts report at the
+ * same moment into the same stream, and pieces of lines would mix. */
 static void report(const struct timings *t)
 {
+	char line[512] = "";
+	size_t n = 0;
+
 	if (!debugging())
 		return;
-	fprintf(stderr, "viaduct MPI: rank %d: round trips inside this host, "
-		"ring / get / split, us:", vd_mpi.rank);
-	for (int i = 0; i < TUNE_SIZES; i++) {
-		fprintf(stderr, " %zuK %.1f/%.1f", tune_size(i) / 1024, t->us[T_RING][i],
-			t->us[T_GET][i]);
-		if (measured(T_SPLIT, i))
-			fprintf(stderr, "/%.1f", t->us[T_SPLIT][i]);
+	for (int i = 0; i < TUNE_SIZES && n < sizeof(line); i++) {
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " %zuK %.1f/%.1f",
+				      tune_size(i) / 1024, t->us[T_RING][i], t->us[T_GET][i]);
+		if (measured(T_SPLIT, i) && n < sizeof(line))
+			n += (size_t)snprintf(line + n, sizeof(line) - n, "/%.1f",
+					      t->us[T_SPLIT][i]);
 	}
-	fprintf(stderr, "\n");
+	fprintf(stderr, "viaduct MPI: rank %d: round trips inside this host, "
+		"ring / get / split, us:%s\n", vd_mpi.rank, line);
 }
 
 /* Both sides walk the same schedule: TUNE_PASSES passes over the sizes,
