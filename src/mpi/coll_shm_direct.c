@@ -130,10 +130,11 @@ static int release_phase(struct vd_shm *s, int err)
 	return err ? err : err2;
 }
 
-/* After a phase at which every member exposed its buffer: read what
- * this member wants of each (`pull_one`), then release. */
-static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len,
-			     int (*pull_one)(struct vd_shm *, int, uint64_t, void *), void *arg)
+/* After a phase at which every member exposed a buffer of exposed_len
+ * bytes: read b bytes at `from` in member i's into base + i * b, for
+ * every other member i, then release. */
+static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len, char *base,
+			     size_t b, uint64_t from)
 {
 	int err = 0;
 
@@ -141,26 +142,13 @@ static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len,
 		uint64_t at;
 
 		if (i != s->me && !(err = exposed(s, area, i, exposed_len, &at)))
-			err = pull_one(s, i, at, arg);
+			err = vd_shm_pull(s, i, base + (size_t)i * b, at + from, b);
 	}
 	return release_phase(s, err);
 }
 
-struct gather_args {
-	char *base;                     /* member i's piece at base + i * pb */
-	size_t pb;
-};
-
-static int pull_piece(struct vd_shm *s, int i, uint64_t at, void *arg)
-{
-	struct gather_args *g = arg;
-
-	return vd_shm_pull(s, i, g->base + (size_t)i * g->pb, at, g->pb);
-}
-
 int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own)
 {
-	struct gather_args g = { base, pb };
 	uint32_t p = vd_shm_next(s);
 	char *area;
 	int err;
@@ -171,20 +159,7 @@ int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void 
 	vd_shm_publish(s, p);
 	if ((err = vd_shm_wait(s, -1, p)))
 		return release_phase(s, err);   /* others may read ours */
-	return pull_then_release(s, area, pb, pull_piece, &g);
-}
-
-struct alltoall_args {
-	char *rb;                       /* block from member i at rb + i * b */
-	size_t b;
-};
-
-/* Member i's block for this member: the me-th of its send buffer. */
-static int pull_block(struct vd_shm *s, int i, uint64_t at, void *arg)
-{
-	struct alltoall_args *a = arg;
-
-	return vd_shm_pull(s, i, a->rb + (size_t)i * a->b, at + (uint64_t)s->me * a->b, a->b);
+	return pull_then_release(s, area, pb, base, pb, 0);
 }
 
 /* The first phase is signed with sig (b's signature), as the segment's
@@ -192,7 +167,6 @@ static int pull_block(struct vd_shm *s, int i, uint64_t at, void *arg)
  * whichever path each took. */
 int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig)
 {
-	struct alltoall_args a = { rb, b };
 	uint32_t p = vd_shm_next(s);
 	char *area;
 	int err;
@@ -208,7 +182,8 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	if (err)
 		return release_phase(s, err);   /* others may read ours */
 	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
-	return pull_then_release(s, area, (size_t)s->n * b, pull_block, &a);
+	/* Member i's block for this member: the me-th of its send buffer. */
+	return pull_then_release(s, area, (size_t)s->n * b, rb, b, (uint64_t)s->me * b);
 }
 
 /* ---- Reduce / Allreduce ---------------------------------------------------------- */
