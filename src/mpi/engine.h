@@ -23,9 +23,11 @@ enum vd_msg_type {
 	                         * kind (win.h), sreq the origin's operation */
 	VD_MSG_PART = 8,        /* the next part of the message an EAGER with
 	                         * VD_MSGF_MORE began: payload only */
+	VD_MSG_EAGER_TINY = 9,  /* an EAGER without flags in the head alone:
+	                         * its length is the ring message's rest */
 };
 
-#define VD_MSG_VERSION 2
+#define VD_MSG_VERSION 3
 #define VD_MSGF_SYNC 0x1u               /* sender wants SYNC_ACK when matched */
 #define VD_MSGF_SPLIT 0x2u              /* RTS_GET: the sender may write part
                                          * (CTS at `off`); CTS: write that part */
@@ -34,8 +36,10 @@ enum vd_msg_type {
 
 /* Wire header in front of every message.  Messages travel through the
  * VIs' message rings (viaduct_ring_send), whole and in order per pair of
- * ranks, so the header needs no framing of its own; the 16-byte tail is
- * sent only by the types that use it (vd_msg_hdr_len). */
+ * ranks, so the header needs no framing of its own; each type sends only
+ * the part it uses (vd_msg_hdr_len): an EAGER_TINY the 16-byte head, so
+ * that up to 40 payload bytes share one cache line with the ring's
+ * 8-byte header, the address tail only RTS_GET and CTS. */
 struct vd_msg {
 	uint8_t type;                   /* enum vd_msg_type */
 	uint8_t flags;                  /* VD_MSGF_* */
@@ -52,12 +56,16 @@ struct vd_msg {
 	uint32_t off;                   /* CTS with VD_MSGF_SPLIT: the part
 	                                 * [off, off + len) of the message */
 };
+#define VD_MSG_HEAD 16                  /* bytes of an EAGER_TINY's header */
 #define VD_MSG_SHORT 32                 /* bytes of the header without the tail */
 _Static_assert(sizeof(struct vd_msg) == 48, "wire header");
+_Static_assert(VD_MSG_HEAD == __builtin_offsetof(struct vd_msg, sreq), "head");
 _Static_assert(VD_MSG_SHORT == __builtin_offsetof(struct vd_msg, addr), "short header");
 
 static inline size_t vd_msg_hdr_len(unsigned type)
 {
+	if (type == VD_MSG_EAGER_TINY)
+		return VD_MSG_HEAD;
 	return type == VD_MSG_RTS_GET || type == VD_MSG_CTS ? sizeof(struct vd_msg)
 							    : VD_MSG_SHORT;
 }

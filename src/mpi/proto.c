@@ -166,8 +166,8 @@ static struct vd_msg msg_for(const struct vd_req *r, enum vd_msg_type type)
  * wire drains its queue (a synchronous send on the receiver's ack). */
 static int send_eager(struct vd_req *r)
 {
-	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
 	bool sync = r->mode == VD_SEND_SYNC;
+	struct vd_msg m = msg_for(r, sync ? VD_MSG_EAGER : VD_MSG_EAGER_TINY);
 	int err;
 
 	m.len = r->bytes;
@@ -263,7 +263,7 @@ static int send_self(struct vd_req *r)
 int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *data,
 		       size_t bytes)
 {
-	struct vd_msg m = { .version = VD_MSG_VERSION, .type = VD_MSG_EAGER, .ctx = ctx,
+	struct vd_msg m = { .version = VD_MSG_VERSION, .type = VD_MSG_EAGER_TINY, .ctx = ctx,
 			    .src = src, .tag = tag, .len = bytes };
 
 	if (choose(peer, bytes, false) != P_EAGER)
