@@ -238,6 +238,12 @@ int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size
  * when the slot is reaped. */
 int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
 		      uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len);
+/* The same read queued, started by the next progress call instead of
+ * now: for a receive posted when its message has already announced
+ * itself, so that MPI_Irecv returns without copying (a program that posts
+ * its receives, then its sends, gets its sends out before it copies). */
+int vd_wire_rdma_read_later(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
+			    uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len);
 int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,
 			   VIP_MEM_HANDLE lmh, uint64_t raddr, VIP_MEM_HANDLE rmh,
 			   size_t len, uint32_t imm);

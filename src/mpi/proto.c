@@ -411,7 +411,8 @@ static size_t split_start(struct vd_req *r, int peer, size_t n)
 	return k;
 }
 
-static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
+/* later: the receive is being posted (see vd_wire_rdma_read_later). */
+static void match_get(struct vd_req *r, int peer, const struct vd_msg *m, bool later)
 {
 	size_t n = (size_t)r->st.vd_count_lo;
 
@@ -427,7 +428,8 @@ static void match_get(struct vd_req *r, int peer, const struct vd_msg *m)
 	r->own_mh = true;
 	if ((m->flags & VD_MSGF_SPLIT) && n >= 8192)
 		n = split_start(r, peer, n);
-	if (vd_wire_rdma_read(peer, r, r->data, r->mh, m->addr, m->mh, n))
+	if (later ? vd_wire_rdma_read_later(peer, r, r->data, r->mh, m->addr, m->mh, n)
+		  : vd_wire_rdma_read(peer, r, r->data, r->mh, m->addr, m->mh, n))
 		vd_proto_read_done(r, -ENOMEM);
 }
 
@@ -603,6 +605,18 @@ void vd_proto_finalize(void)
 	inbound = NULL;
 }
 
+static void match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload,
+		  bool later)
+{
+	match_status(r, m);
+	if (m->type == VD_MSG_EAGER)
+		match_eager(r, peer, m, payload);
+	else if (m->type == VD_MSG_RTS_GET)
+		match_get(r, peer, m, later);
+	else
+		match_rndv(r, peer, m);
+}
+
 void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)
 {
 	struct inbound *in = inbound ? &inbound[u->peer] : NULL;
@@ -614,7 +628,7 @@ void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)
 		cap = (size_t)r->st.vd_count_lo;
 		memcpy(r->data, u->payload, got < cap ? got : cap);
 	} else {
-		vd_proto_match(r, u->peer, &u->hdr, u->payload);
+		match(r, u->peer, &u->hdr, u->payload, true);
 	}
 	free(u->payload);
 	free(u);
@@ -622,13 +636,7 @@ void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)
 
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload)
 {
-	match_status(r, m);
-	if (m->type == VD_MSG_EAGER)
-		match_eager(r, peer, m, payload);
-	else if (m->type == VD_MSG_RTS_GET)
-		match_get(r, peer, m);
-	else
-		match_rndv(r, peer, m);
+	match(r, peer, m, payload, false);
 }
 
 void vd_proto_arrived(int peer, const struct vd_msg *m, const void *payload, size_t plen)

@@ -607,21 +607,11 @@ static int drain(struct peer *p)
 	return n;
 }
 
-/* Start q now if nothing is queued before it and a slot is free; else
- * queue a copy. */
-static int submit(int peer, struct pending *q)
+/* A copy of q behind p's pending work, started by a later progress. */
+static int pend(struct peer *p, const struct pending *q)
 {
-	struct peer *p = &W.peers[peer];
-	struct slot *s = p->pend_head || !p->vi ? NULL : slot_take(p);
-	struct pending *c;
+	struct pending *c = malloc(sizeof(*c));
 
-	if (!p->vi)
-		want(p, peer);
-	if (s) {
-		start(p, s, q);
-		return 0;
-	}
-	c = malloc(sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	*c = *q;
@@ -629,6 +619,22 @@ static int submit(int peer, struct pending *q)
 	*p->pend_tail = c;
 	p->pend_tail = &c->next;
 	return 0;
+}
+
+/* Start q now if nothing is queued before it and a slot is free; else
+ * queue a copy. */
+static int submit(int peer, struct pending *q)
+{
+	struct peer *p = &W.peers[peer];
+	struct slot *s = p->pend_head || !p->vi ? NULL : slot_take(p);
+
+	if (!p->vi)
+		want(p, peer);
+	if (s) {
+		start(p, s, q);
+		return 0;
+	}
+	return pend(p, q);
 }
 
 /* ---- messages ------------------------------------------------------------------------ */
@@ -724,6 +730,18 @@ int vd_wire_rdma_read(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh
 			     .raddr = raddr, .rmh = rmh, .len = len, .req = r };
 
 	return submit(peer, &q);
+}
+
+int vd_wire_rdma_read_later(int peer, struct vd_req *r, void *data, VIP_MEM_HANDLE lmh,
+			    uint64_t raddr, VIP_MEM_HANDLE rmh, size_t len)
+{
+	struct pending q = { .action = SLOT_READ, .data = data, .lmh = lmh,
+			     .raddr = raddr, .rmh = rmh, .len = len, .req = r };
+	struct peer *p = &W.peers[peer];
+
+	if (!p->vi)
+		want(p, peer);
+	return pend(p, &q);
 }
 
 int vd_wire_rdma_write_imm(int peer, struct vd_req *r, const void *data,

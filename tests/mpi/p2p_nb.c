@@ -198,6 +198,34 @@ static void test_posted_unexpected(void)
 		}
 }
 
+/* A receive posted after its large message announced itself starts its
+ * copy at the next progress call, not inside MPI_Irecv: MPI_Test alone
+ * must complete it (bounded: 10 s). */
+static void test_unexpected_by_test(void)
+{
+	int len = 1 << 20, flag = 0;
+	unsigned char *s = mt_malloc((size_t)len), *r = mt_malloc((size_t)len);
+	MPI_Request q[2];
+	double t0;
+
+	mt_phase = "unexpected_by_test";
+	mt_fill(s, (size_t)len, mt_rank, 81);
+	MPI_OK(MPI_Isend(s, len, MPI_BYTE, right, 81, MPI_COMM_WORLD, &q[1]));
+	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+	mt_sleep_ms(1);
+	MPI_OK(MPI_Irecv(r, len, MPI_BYTE, left, 81, MPI_COMM_WORLD, &q[0]));
+	t0 = MPI_Wtime();
+	while (!flag && MPI_Wtime() - t0 < 10.0)
+		MPI_OK(MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE));
+	CHECK(flag, "MPI_Test did not complete an unexpected receive in 10 s");
+	if (!flag)
+		MPI_OK(MPI_Wait(&q[0], MPI_STATUS_IGNORE));
+	MPI_OK(MPI_Wait(&q[1], MPI_STATUS_IGNORE));
+	CHECK(mt_verify(r, (size_t)len, left, 81) < 0, "unexpected receive by Test: data");
+	free(s);
+	free(r);
+}
+
 /* Synchronous mode: the send completes only after the matching receive is
  * posted.  Rank 0 sends to `peer` (itself when alone), which posts its
  * receive only after a delay. */
@@ -471,7 +499,7 @@ int main(int argc, char **argv)
 {
 	static void (*const tests[])(void) = {
 		test_waitall, test_window_reuse, test_completion_calls, test_posted_unexpected, test_ssend,
-		test_rsend, test_bsend, test_cancel_free, test_test_loop,
+		test_rsend, test_bsend, test_cancel_free, test_test_loop, test_unexpected_by_test,
 	};
 
 	mt_init(&argc, &argv, 60);
