@@ -14,6 +14,11 @@
  * --time seconds; MB/s = 10^6 bytes/s; us per call is printed as well.
  * The first read of every size is checked against the child's pattern.
  *
+ * A last column is what a both-ways exchange (mpi_bibw) can reach here:
+ * the child and the parent each read size bytes from the other's buffer
+ * the same number of times, started together; MB/s counts both
+ * directions over the slower side's time.
+ *
  * Not an MPI program: plain C, `cc -O2 pvread.c -o mpi_pvread`.
  * Usage: mpi_pvread [--csv FILE] [--quick] [--max-size B] [--time S] [--runs N]
  */
@@ -49,7 +54,15 @@ struct opts {
 struct peer {
 	pid_t pid;
 	uintptr_t addr;         /* the child's buffer */
-	int hold_fd;            /* closing it releases the child */
+	int hold_fd;            /* commands to the child; closing it ends it */
+	int res_fd;             /* the child's answers */
+};
+
+/* What the child reads from the parent in a both-ways run. */
+struct both_cmd {
+	uintptr_t from;         /* the parent's buffer */
+	size_t size;
+	long reps;
 };
 
 static double now(void)
@@ -95,19 +108,36 @@ static int pin(int cpu)
 	return cpu < 0 ? -1 : sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* Child: fill, publish the address, wait until the parent closes. */
+/* reps reads of size bytes at `from` in process pid; seconds, or -1. */
+static double read_loop(pid_t pid, uintptr_t from, void *dst, size_t size, long reps)
+{
+	struct iovec local = { dst, size };
+	struct iovec remote = { (void *)from, size };
+	double t0 = now();
+	for (long i = 0; i < reps; i++)
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != (ssize_t)size)
+			return -1;
+	return now() - t0;
+}
+
+/* Child: fill, publish the address, then answer each both-ways command
+ * with the seconds its own reads from the parent took, until the parent
+ * closes. */
 static void child_main(size_t len, int cpu, int addr_fd, int hold_fd)
 {
 	pin(cpu);
-	unsigned char *buf = map_touched(len);
+	unsigned char *buf = map_touched(len), *dst = map_touched(len);
 	for (size_t i = 0; i < len; i++)
 		buf[i] = pat(i);
 	uintptr_t a = (uintptr_t)buf;
 	if (write(addr_fd, &a, sizeof(a)) != sizeof(a))
 		_exit(1);
-	char c;
-	while (read(hold_fd, &c, 1) > 0)
-		;
+	struct both_cmd c;
+	while (read(hold_fd, &c, sizeof(c)) == sizeof(c)) {
+		double t = c.size <= len ? read_loop(getppid(), c.from, dst, c.size, c.reps) : -1;
+		if (write(addr_fd, &t, sizeof(t)) != sizeof(t))
+			_exit(1);
+	}
 	_exit(0);
 }
 
@@ -127,8 +157,8 @@ static int start_child(struct peer *p, size_t len, int cpu)
 	close(addr[1]);
 	close(hold[0]);
 	p->hold_fd = hold[1];
+	p->res_fd = addr[0];
 	ssize_t n = read(addr[0], &p->addr, sizeof(p->addr));
-	close(addr[0]);
 	return n == sizeof(p->addr) ? 0 : -1;
 }
 
@@ -143,11 +173,22 @@ static int remote_read(const struct peer *p, void *dst, size_t size)
 /* reps process_vm_readv calls of size bytes; seconds, or -1. */
 static double time_pvread(const struct peer *p, void *dst, size_t size, long reps)
 {
-	double t0 = now();
-	for (long i = 0; i < reps; i++)
-		if (remote_read(p, dst, size) != 0)
-			return -1;
-	return now() - t0;
+	return read_loop(p->pid, p->addr, dst, size, reps);
+}
+
+/* The child reads src from us while we read its buffer into dst, reps
+ * times each; the slower side's seconds, or -1. */
+static double time_both(const struct peer *p, void *dst, const void *src, size_t size,
+			long reps)
+{
+	struct both_cmd c = { (uintptr_t)src, size, reps };
+	double mine, theirs;
+	if (write(p->hold_fd, &c, sizeof(c)) != sizeof(c))
+		return -1;
+	mine = time_pvread(p, dst, size, reps);
+	if (read(p->res_fd, &theirs, sizeof(theirs)) != sizeof(theirs) || mine < 0 || theirs < 0)
+		return -1;
+	return mine > theirs ? mine : theirs;
 }
 
 /* A volatile pointer: the compiler can neither drop nor merge the copies. */
@@ -212,7 +253,7 @@ static struct opts parse(int argc, char **argv)
 }
 
 struct point {
-	double pv_mbs, pv_us, mc_mbs, mc_us;
+	double pv_mbs, pv_us, mc_mbs, mc_us, both_mbs;
 };
 
 /* Calls per run: one untimed-but-measured call estimates the cost. */
@@ -225,7 +266,7 @@ static long reps_for(double secs_per_call, double run_time)
 static int measure(const struct opts *o, const struct peer *p, unsigned char *dst,
 		   const unsigned char *src, size_t size, struct point *pt)
 {
-	double pv[MAX_RUNS], mc[MAX_RUNS];
+	double pv[MAX_RUNS], mc[MAX_RUNS], both[MAX_RUNS];
 	memset(dst, 0, size);
 	if (remote_read(p, dst, size) != 0)
 		return -1;
@@ -236,19 +277,21 @@ static int measure(const struct opts *o, const struct peer *p, unsigned char *ds
 	for (int r = 0; r < o->runs; r++) {
 		pv[r] = time_pvread(p, dst, size, reps) / (double)reps;
 		mc[r] = time_memcpy(dst, src, size, reps) / (double)reps;
-		if (pv[r] < 0)
+		both[r] = time_both(p, dst, src, size, reps) / (double)reps;
+		if (pv[r] < 0 || both[r] < 0)
 			return -1;
 	}
 	double tpv = median(pv, o->runs), tmc = median(mc, o->runs);
+	double tboth = median(both, o->runs);
 	*pt = (struct point){ (double)size / tpv / MB, tpv * 1e6, (double)size / tmc / MB,
-			      tmc * 1e6 };
+			      tmc * 1e6, 2.0 * (double)size / tboth / MB };
 	return 0;
 }
 
 static void emit(FILE *csv, size_t size, const struct point *pt)
 {
-	printf("%10zu %14.1f %10.3f %14.1f %10.3f %8.2f\n", size, pt->pv_mbs, pt->pv_us,
-	       pt->mc_mbs, pt->mc_us, pt->pv_mbs / pt->mc_mbs);
+	printf("%10zu %14.1f %10.3f %14.1f %10.3f %8.2f %14.1f\n", size, pt->pv_mbs, pt->pv_us,
+	       pt->mc_mbs, pt->mc_us, pt->pv_mbs / pt->mc_mbs, pt->both_mbs);
 	fflush(stdout);
 	if (!csv)
 		return;
@@ -256,6 +299,7 @@ static void emit(FILE *csv, size_t size, const struct point *pt)
 	fprintf(csv, "pvread,process_vm_readv,%zu,usec_per_call,%.9g\n", size, pt->pv_us);
 	fprintf(csv, "pvread,memcpy,%zu,mb_per_s,%.9g\n", size, pt->mc_mbs);
 	fprintf(csv, "pvread,memcpy,%zu,usec_per_call,%.9g\n", size, pt->mc_us);
+	fprintf(csv, "pvread,process_vm_readv_both_ways,%zu,mb_per_s,%.9g\n", size, pt->both_mbs);
 }
 
 static FILE *open_csv(const char *path)
@@ -289,8 +333,8 @@ int main(int argc, char **argv)
 	printf("# figure 5: one-copy primitive (process_vm_readv from another process) vs "
 	       "memcpy\n# reader on cpu %d, owner on cpu %d; %s %s; %d runs per size, "
 	       "about %.3f s each\n", cpu0, cpu1, u.sysname, u.release, o.runs, o.run_time);
-	printf("%10s %14s %10s %14s %10s %8s\n", "bytes", "pvreadv MB/s", "us/call",
-	       "memcpy MB/s", "us/call", "ratio");
+	printf("%10s %14s %10s %14s %10s %8s %14s\n", "bytes", "pvreadv MB/s", "us/call",
+	       "memcpy MB/s", "us/call", "ratio", "both ways MB/s");
 	int rc = 0;
 	for (size_t s = 8; s <= o.max_size && rc == 0; s *= o.quick ? 4 : 2) {
 		struct point pt;
@@ -304,6 +348,7 @@ int main(int argc, char **argv)
 			emit(csv, s, &pt);
 	}
 	close(p.hold_fd);
+	close(p.res_fd);
 	waitpid(p.pid, NULL, 0);
 	if (csv)
 		fclose(csv);
