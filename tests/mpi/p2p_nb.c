@@ -211,8 +211,12 @@ static void test_unexpected_by_test(void)
 	mt_phase = "unexpected_by_test";
 	mt_fill(s, (size_t)len, mt_rank, 81);
 	MPI_OK(MPI_Isend(s, len, MPI_BYTE, right, 81, MPI_COMM_WORLD, &q[1]));
-	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
-	mt_sleep_ms(1);
+	/* Probed: the announcement is in the unexpected queue, not still in
+	 * the ring, when the receive is posted. */
+	for (t0 = MPI_Wtime(); !flag && MPI_Wtime() - t0 < 10.0;)
+		MPI_OK(MPI_Iprobe(left, 81, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+	CHECK(flag, "the message did not arrive in 10 s");
+	flag = 0;
 	MPI_OK(MPI_Irecv(r, len, MPI_BYTE, left, 81, MPI_COMM_WORLD, &q[0]));
 	t0 = MPI_Wtime();
 	while (!flag && MPI_Wtime() - t0 < 10.0)
