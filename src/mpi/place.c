@@ -60,7 +60,7 @@ static void node_id(char *out, size_t len)
 		boot[strcspn(boot, "\n")] = '\0';
 	}
 	(void)stat("/proc/self/ns/net", &st);
-	snprintf(out, len, "%s-%llu", boot, (unsigned long long)st.st_ino);
+	snprintf(out, len, "w%u:%s-%llu", VD_MSG_VERSION, boot, (unsigned long long)st.st_ino);
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
@@ -101,6 +101,29 @@ static int node_ranks(int nd)
 	return n;
 }
 
+/* A rank's identity names its wire version first ("w3:<node>"): ranks
+ * of two viaduct builds that differ there drop each other's messages,
+ * and a job that mixes them would hang.  The version, or 0 when the
+ * value names none (an older viaduct, or not viaduct's). */
+static unsigned id_version(const char *id)
+{
+	unsigned v = 0;
+	int n = 0;
+
+	if (sscanf(id, "w%u:%n", &v, &n) != 1 || n == 0)
+		return 0;
+	return v;
+}
+
+static int wrong_version(int r, unsigned v)
+{
+	fprintf(stderr, "viaduct MPI: rank %d speaks MPI wire version %u%s, rank 0 speaks %u: "
+		"every rank of a job must run the same viaduct (check each host's "
+		"installation and LD_LIBRARY_PATH)\n", r, v, v ? "" : " (an older viaduct)",
+		VD_MSG_VERSION);
+	return -EPROTO;
+}
+
 /* Rank 0: number the nodes in order of first appearance, from every
  * rank's identity. */
 static int number_nodes(const char *mine)
@@ -118,6 +141,10 @@ static int number_nodes(const char *mine)
 			snprintf(id, sizeof(id), "%s", mine);
 		else if ((err = vd_pmi_get_from(r, key, id, sizeof(id))))
 			break;
+		if (id_version(id) != VD_MSG_VERSION) {
+			err = wrong_version(r, id_version(id));
+			break;
+		}
 		for (k = 0; k < nn && strcmp(ids[k], id); k++)
 			;
 		if (k == nn)

@@ -10,7 +10,11 @@ launcher's pid in two containers).
     pmi1_server.py KVSNAME N PROGRAM [ARGS...]
 
 Exits with the first non-zero exit status of a rank (128+signal for a
-signal), 0 when all exit 0; a rank that aborts ends the job."""
+signal), 0 when all exit 0; a rank that aborts ends the job.
+
+PMI1_TAMPER="KEY=VALUE ..." stores VALUE whenever a rank puts KEY: a
+rank that published something else, as another build of the library
+would."""
 import os
 import selectors
 import signal
@@ -62,7 +66,9 @@ def reply(sock, a, kvsname, n, kvs, waiting, procs):
     elif cmd == "get_my_kvsname":
         send(sock, "cmd=my_kvsname rc=0 kvsname=" + kvsname)
     elif cmd == "put":
-        kvs[a["key"]] = a["value"]
+        tamper = dict(w.split("=", 1) for w in os.environ.get("PMI1_TAMPER", "").split()
+                      if "=" in w)
+        kvs[a["key"]] = tamper.get(a["key"], a["value"])
         send(sock, "cmd=put_result rc=0")
     elif cmd == "get":
         v = kvs.get(a["key"])
