@@ -805,42 +805,15 @@ static void handle_event(VIP_VI_HANDLE vh)
 	}
 }
 
-/* An EAGER_TINY becomes the EAGER it stands for; false if malformed. */
-static bool tiny_expand(struct vd_msg *m, size_t plen)
-{
-	if (m->flags)
-		return false;
-	m->type = VD_MSG_EAGER;
-	m->len = plen;
-	return true;
-}
-
-/* One ring message: the header (only as long as its type says), then
- * the payload, matched in place. */
+/* One ring message: the header, then the payload, matched in place
+ * (a malformed one is dropped). */
 static void msg_arrived(int peer, const uint8_t *msg, size_t len)
 {
-	struct vd_msg m = { 0 };
+	struct vd_msg m;
 	size_t hlen;
 
-	if (len < VD_MSG_HEAD)
-		return;                 /* malformed: drop */
-	hlen = vd_msg_hdr_len(msg[0]);
-	if (len < hlen)
-		return;
-	/* Fixed sizes: a copy of a variable length became `rep movsq`,
-	 * whose start-up cost showed in every small message. */
-	memcpy(&m, msg, VD_MSG_HEAD);
-	if (hlen > VD_MSG_HEAD)
-		memcpy((uint8_t *)&m + VD_MSG_HEAD, msg + VD_MSG_HEAD,
-		       VD_MSG_SHORT - VD_MSG_HEAD);
-	if (hlen > VD_MSG_SHORT)
-		memcpy((uint8_t *)&m + VD_MSG_SHORT, msg + VD_MSG_SHORT,
-		       sizeof(m) - VD_MSG_SHORT);
-	if (m.version != VD_MSG_VERSION)
-		return;
-	if (m.type == VD_MSG_EAGER_TINY && !tiny_expand(&m, len - hlen))
-		return;
-	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
+	if (vd_msg_parse(msg, len, &m, &hlen))
+		vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
 }
 
 /* Everything in peer's ring.  Not re-entrant: a message is released
