@@ -137,8 +137,9 @@ static int connect_timed(const char *addr, const char *port, int timeout_ms)
 	return fd >= 0 ? fd : err;
 }
 
-/* "vdrun-proxy 2 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT LINK-TIMEOUT" on
- * stdin (version 1: without LINK-TIMEOUT), then
+/* "vdrun-proxy 3 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT LINK-TIMEOUT" on
+ * stdin (version 1: without LINK-TIMEOUT; before 3, vdrun reads no boot id
+ * in the hello), then
  * connect and say hello.  The fd, or -1 (said why).  The connection gets
  * two thirds of vdrun's time, so that our reason is heard before vdrun
  * gives up on this host. */
@@ -146,13 +147,15 @@ static int bootstrap(long *timeout_s)
 {
 	char line[2048], *w[10];
 	long h, port, t, link = LINK_TIMEOUT_S;
-	int fd, null, nw = -1, want = 0;        /* words version 1 or 2 has */
+	int fd, null, nw = -1, want = 0;        /* words version 1, 2 or 3 has */
+	bool says_boot = false;
 
 	if (read_line_timed(STDIN_FILENO, line, sizeof(line), (int)*timeout_s * 1000) == 0 &&
 	    (nw = wire_words(line, w, 10)) >= 2 && strcmp(w[0], "vdrun-proxy") == 0) {
-		want = !strcmp(w[1], "1") ? 8 : !strcmp(w[1], "2") ? 9 : 0;
+		says_boot = !strcmp(w[1], "3");
+		want = !strcmp(w[1], "1") ? 8 : !strcmp(w[1], "2") || says_boot ? 9 : 0;
 		if (!want) {
-			say("vdrun on the first host speaks version %.16s; this one speaks 1 and 2: "
+			say("vdrun on the first host speaks version %.16s; this one speaks 1 to 3: "
 			    "run the same viaduct on every host", w[1]);
 			return -1;
 		}
@@ -176,7 +179,10 @@ static int bootstrap(long *timeout_s)
 		return -1;
 	}
 	tcp_tune(fd, link);
-	outbuf_add(&P.out, "hello 1 %ld %s\n", h, w[6]);
+	char boot[BOOT_ID_MAX] = "";
+	if (says_boot)
+		boot_id(boot, sizeof(boot));
+	outbuf_add(&P.out, "hello 1 %ld %s%s%s\n", h, w[6], says_boot ? " " : "", boot);
 	return fd;
 }
 

@@ -13,11 +13,11 @@
  * reports of its ranks' deaths.  The key-value space, the barriers and
  * job control stay here.
  *
- *   on the proxy's stdin: vdrun-proxy 2 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT
+ *   on the proxy's stdin: vdrun-proxy 3 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT
  *   LINK-TIMEOUT
  *
  *   vdrun -> proxy                      proxy -> vdrun
- *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE
+ *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE [BOOT-ID]
  *   env NAME VALUE                      pmi RANK LINE
  *   app A PATH / arg A WORD             long RANK       (line too long)
  *                                       deaf RANK       (reads no replies)
@@ -201,7 +201,7 @@ static int start_agent(struct job *job, struct proxy *p, const char *self, int p
 	/* One short line: a pipe takes it whole, the agent reads it later.
 	 * If the agent is gone already (EPIPE), its exit says why. */
 	wire_encode(host, name, sizeof(name));
-	snprintf(line, sizeof(line), "vdrun-proxy 2 %d %s %s %d %s %ld %ld\n", p->host, name, addr,
+	snprintf(line, sizeof(line), "vdrun-proxy 3 %d %s %s %d %s %ld %ld\n", p->host, name, addr,
 		 port, job->cookie, job->connect_timeout_s, job->link_timeout_s);
 	if (write(in[1], line, strlen(line)) < 0 && errno != EPIPE)
 		fprintf(stderr, "vdrun: host %s: cannot write to the launch agent: %s\n", host,
@@ -355,10 +355,15 @@ static int send_job(struct job *job, struct proxy *p)
 	outbuf_add(ob, "\n");
 	send_env(ob, o);
 	send_apps(ob, o);
+	/* A host on this machine binds its ranks after those already here
+	 * (INDEX and COUNT serve the binding alone). */
+	int first = p->same_machine ? job->machine_ranks : 0;
+	if (p->same_machine)
+		job->machine_ranks += o->hosts[p->host].nranks;
 	for (int r = 0; r < o->n; r++)
 		if (o->host_of[r] == p->host)
-			outbuf_add(ob, "rank %d %d %d %d\n", r, app_of_rank(o, r), idx++,
-				   o->hosts[p->host].nranks);
+			outbuf_add(ob, "rank %d %d %d %d\n", r, app_of_rank(o, r), first + idx++,
+				   first + o->hosts[p->host].nranks);
 	if (outbuf_add(ob, "go\n") != 0)
 		return ob->err;
 	return outbuf_flush(p->fd, ob);
@@ -384,19 +389,25 @@ static void proxy_lost(struct job *job, struct proxy *p, const char *why)
 	p->nalive = 0;
 }
 
-/* "hello 1 HOST-INDEX COOKIE": the proxy of a host we wait for, with the
- * cookie.  Anything else closes the connection. */
+/* "hello 1 HOST-INDEX COOKIE [BOOT-ID]": the proxy of a host we wait
+ * for, with the cookie, and the boot id of its machine (absent from an
+ * older proxy).  Anything else closes the connection. */
 static struct proxy *hello(struct job *job, char *line)
 {
-	char *w[5];
+	char *w[6], mine[BOOT_ID_MAX];
+	int nw = wire_words(line, w, 6);
 	long h;
 
-	if (wire_words(line, w, 5) != 4 || strcmp(w[0], "hello") != 0 || strcmp(w[1], "1") != 0 ||
+	if ((nw != 4 && nw != 5) || strcmp(w[0], "hello") != 0 || strcmp(w[1], "1") != 0 ||
 	    !wire_int(w[2], 0, job->opts->nhosts - 1, &h) || !cookie_equal(w[3], job->cookie))
 		return NULL;
 	for (int i = 0; i < job->nproxies; i++)
-		if (job->proxies[i].host == h && !job->proxies[i].connected)
+		if (job->proxies[i].host == h && !job->proxies[i].connected) {
+			boot_id(mine, sizeof(mine));
+			job->proxies[i].same_machine = nw == 5 && strcmp(mine, "-") != 0 &&
+						       strcmp(w[4], mine) == 0;
 			return &job->proxies[i];
+		}
 	return NULL;
 }
 

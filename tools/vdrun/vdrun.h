@@ -120,6 +120,7 @@ struct kv {
 /* A remote host's launch agent and the proxy it starts. */
 struct proxy {
 	int host;
+	bool same_machine;      /* its boot id is ours: it shares our CPUs */
 	pid_t agent;            /* 0 once reaped */
 	int fd;                 /* the proxy's TCP connection, -1 if none */
 	bool connected;         /* authenticated (once, never again) */
@@ -172,6 +173,10 @@ struct job {
 	int nproxies, nconnected;
 	struct pending pending[MAX_PENDING];
 	char cookie[33];        /* 128 random bits, hex */
+	/* Ranks already placed on this machine, by vdrun and by the proxies
+	 * of hosts that share it (network namespaces, containers): the next
+	 * such host binds its ranks from there on. */
+	int machine_ranks;
 	long connect_timeout_s;
 	long link_timeout_s;            /* a silent link to a host ends the job */
 	struct tagset tags;
@@ -252,6 +257,8 @@ bool cookie_equal(const char *a, const char *b);
 /* Keepalive and TCP_USER_TIMEOUT: a silent peer is lost after about
  * link_timeout_s seconds. */
 void tcp_tune(int fd, long link_timeout_s);
+#define BOOT_ID_MAX 40
+void boot_id(char *out, size_t len);
 #define LINK_TIMEOUT_S 2L               /* VIADUCT_VDRUN_LINK_TIMEOUT */
 
 /* ---- remote.c ---- */

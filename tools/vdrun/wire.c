@@ -12,12 +12,29 @@
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "vdrun.h"
+
+/* This machine's boot id ("-" if unreadable): hosts that report the same
+ * one are network namespaces or containers of one machine, whose CPUs
+ * they share. */
+void boot_id(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	snprintf(out, len, "-");
+	if (f) {
+		if (!fgets(out, (int)len, f) || !out[0] || out[0] == '\n')
+			snprintf(out, len, "-");
+		fclose(f);
+	}
+	out[strcspn(out, "\n ")] = '\0';
+}
 
 /* Bytes queued for one peer that does not read: the job is broken. */
 #define OUTBUF_MAX (64u << 20)
