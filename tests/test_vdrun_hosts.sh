@@ -126,12 +126,12 @@ for hosts in "$A:2,$HB:2" "$A:1,$HB:3" "$A:3,$HB:4"; do
 done
 
 # ---- binding on hosts of one machine ------------------------------------------
-# The two namespace hosts share this machine's CPUs (the proxy's hello
-# names its boot id): bound by default, host B's rank takes the CPU after
-# host A's, not the same first CPU (which put both ranks of a job across
+# The two namespace hosts share this machine and its CPUs (the proxy's
+# hello names its boot id and a hash of its CPU set): bound by default,
+# host B's rank takes the CPU after host A's, not the same first CPU (which put both ranks of a job across
 # the two "hosts" on one CPU, and a rendezvous of 64 KiB ran at a tenth
 # of its speed).
-if [ "$(nproc)" -ge 2 ]; then
+if [ "$(nproc)" -ge 2 ] && [ -r /proc/sys/kernel/random/boot_id ]; then
 	run -H "$A:1,$HB:1" -n 2 sh -c 'echo "cpus $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
 	cpus=$(printf '%s\n' "$out" | awk '/^cpus / {print $2}' | sort | tr '\n' ' ')
 	if [ "$rc" -ne 0 ] || [ "$(echo $cpus | wc -w)" -ne 2 ] || [[ $cpus == *[-,]* ]] ||

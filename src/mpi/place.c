@@ -107,12 +107,13 @@ static int node_ranks(int nd)
  * value names none (an older viaduct, or not viaduct's). */
 static unsigned id_version(const char *id)
 {
-	unsigned v = 0;
-	int n = 0;
+	char *end;
+	unsigned long v;
 
-	if (sscanf(id, "w%u:%n", &v, &n) != 1 || n == 0)
+	if (id[0] != 'w' || !isdigit((unsigned char)id[1]))
 		return 0;
-	return v;
+	v = strtoul(id + 1, &end, 10);
+	return *end == ':' && v <= 255 ? (unsigned)v : 0;
 }
 
 static int wrong_version(int r, unsigned v)

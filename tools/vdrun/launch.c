@@ -53,8 +53,10 @@ static int allowed_cpus(int *cpus, int max)
 	return n;
 }
 
-/* Binding counts the ranks of this host only: rank 5 may be the first
- * rank on its host, and gets its first CPU. */
+/* Binding counts ranks per host: rank 5 may be the first rank on its
+ * host, and gets its first CPU -- unless hosts before it share the
+ * machine and its CPUs (network namespaces, containers), whose ranks
+ * vdrun counts first (remote.c). */
 static void bind_rank(const struct launch *l)
 {
 	int cpus[CPU_SETSIZE], ncpus = allowed_cpus(cpus, CPU_SETSIZE), i;

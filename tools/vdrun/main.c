@@ -126,9 +126,6 @@ static void job_init(struct job *job, const struct opts *o)
 		 * is waited for (its host has a deadline to connect). */
 		job->ranks[r].pmi_open = true;
 	}
-	for (int h = 0; h < o->nhosts; h++)
-		if (o->hosts[h].local)
-			job->machine_ranks += o->hosts[h].nranks;
 	clock_gettime(CLOCK_MONOTONIC, &job->start_time);
 	make_kvsname(job);
 }

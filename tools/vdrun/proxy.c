@@ -138,8 +138,8 @@ static int connect_timed(const char *addr, const char *port, int timeout_ms)
 }
 
 /* "vdrun-proxy 3 HOST-INDEX HOST ADDR PORT COOKIE TIMEOUT LINK-TIMEOUT" on
- * stdin (version 1: without LINK-TIMEOUT; before 3, vdrun reads no boot id
- * in the hello), then
+ * stdin (version 1: without LINK-TIMEOUT; before 3, vdrun reads no
+ * machine id in the hello), then
  * connect and say hello.  The fd, or -1 (said why).  The connection gets
  * two thirds of vdrun's time, so that our reason is heard before vdrun
  * gives up on this host. */
@@ -179,10 +179,10 @@ static int bootstrap(long *timeout_s)
 		return -1;
 	}
 	tcp_tune(fd, link);
-	char boot[BOOT_ID_MAX] = "";
+	char cpus[CPUS_ID_MAX] = "";
 	if (says_boot)
-		boot_id(boot, sizeof(boot));
-	outbuf_add(&P.out, "hello 1 %ld %s%s%s\n", h, w[6], says_boot ? " " : "", boot);
+		cpus_id(cpus, sizeof(cpus));
+	outbuf_add(&P.out, "hello 1 %ld %s%s%s\n", h, w[6], says_boot ? " " : "", cpus);
 	return fd;
 }
 

@@ -17,7 +17,7 @@
  *   LINK-TIMEOUT
  *
  *   vdrun -> proxy                      proxy -> vdrun
- *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE [BOOT-ID]
+ *   job SIZE BIND TAG WDIR STRICT HOST  hello 1 HOST-INDEX COOKIE [MACHINE]
  *   env NAME VALUE                      pmi RANK LINE
  *   app A PATH / arg A WORD             long RANK       (line too long)
  *                                       deaf RANK       (reads no replies)
@@ -339,6 +339,26 @@ static void send_apps(struct outbuf *ob, const struct opts *o)
 	}
 }
 
+/* Ranks already bound on p's machine and CPUs: vdrun's own (when they
+ * are vdrun's), then those of the hosts that said so before p. */
+static int ranks_before(const struct job *job, const struct proxy *p)
+{
+	const struct opts *o = job->opts;
+	char mine[CPUS_ID_MAX];
+	int n = 0;
+
+	if (!p->cpus_id[0])
+		return 0;
+	cpus_id(mine, sizeof(mine));
+	if (strcmp(mine, p->cpus_id) == 0)
+		for (int h = 0; h < o->nhosts; h++)
+			n += o->hosts[h].local ? o->hosts[h].nranks : 0;
+	for (int i = 0; i < job->nproxies; i++)
+		if (job->proxies[i].job_sent && !strcmp(job->proxies[i].cpus_id, p->cpus_id))
+			n += o->hosts[job->proxies[i].host].nranks;
+	return n;
+}
+
 static int send_job(struct job *job, struct proxy *p)
 {
 	const struct opts *o = job->opts;
@@ -355,15 +375,14 @@ static int send_job(struct job *job, struct proxy *p)
 	outbuf_add(ob, "\n");
 	send_env(ob, o);
 	send_apps(ob, o);
-	/* A host on this machine binds its ranks after those already here
-	 * (INDEX and COUNT serve the binding alone). */
-	int first = p->same_machine ? job->machine_ranks : 0;
-	if (p->same_machine)
-		job->machine_ranks += o->hosts[p->host].nranks;
+	/* INDEX serves the binding alone: a host that shares its machine and
+	 * CPUs with others binds its ranks after theirs. */
+	int first = ranks_before(job, p);
+	p->job_sent = true;
 	for (int r = 0; r < o->n; r++)
 		if (o->host_of[r] == p->host)
-			outbuf_add(ob, "rank %d %d %d %d\n", r, app_of_rank(o, r), first + idx++,
-				   first + o->hosts[p->host].nranks);
+			outbuf_add(ob, "rank %d %d %d %d\n", r, app_of_rank(o, r),
+				   (first + idx++) % o->n, o->hosts[p->host].nranks);
 	if (outbuf_add(ob, "go\n") != 0)
 		return ob->err;
 	return outbuf_flush(p->fd, ob);
@@ -389,12 +408,12 @@ static void proxy_lost(struct job *job, struct proxy *p, const char *why)
 	p->nalive = 0;
 }
 
-/* "hello 1 HOST-INDEX COOKIE [BOOT-ID]": the proxy of a host we wait
- * for, with the cookie, and the boot id of its machine (absent from an
+/* "hello 1 HOST-INDEX COOKIE [MACHINE]": the proxy of a host we wait
+ * for, with the cookie, and its machine and CPUs (cpus_id; absent from an
  * older proxy).  Anything else closes the connection. */
 static struct proxy *hello(struct job *job, char *line)
 {
-	char *w[6], mine[BOOT_ID_MAX];
+	char *w[6];
 	int nw = wire_words(line, w, 6);
 	long h;
 
@@ -403,10 +422,11 @@ static struct proxy *hello(struct job *job, char *line)
 		return NULL;
 	for (int i = 0; i < job->nproxies; i++)
 		if (job->proxies[i].host == h && !job->proxies[i].connected) {
-			boot_id(mine, sizeof(mine));
-			job->proxies[i].same_machine = nw == 5 && strcmp(mine, "-") != 0 &&
-						       strcmp(w[4], mine) == 0;
-			return &job->proxies[i];
+			struct proxy *p = &job->proxies[i];
+			/* Only a well-formed id groups hosts ("-": unknown). */
+			if (nw == 5 && strcmp(w[4], "-") != 0 && strlen(w[4]) < sizeof(p->cpus_id))
+				snprintf(p->cpus_id, sizeof(p->cpus_id), "%s", w[4]);
+			return p;
 		}
 	return NULL;
 }

@@ -118,9 +118,13 @@ struct kv {
 };
 
 /* A remote host's launch agent and the proxy it starts. */
+/* A machine's boot id and a hash of the CPUs a process may use there. */
+#define CPUS_ID_MAX 64
+
 struct proxy {
 	int host;
-	bool same_machine;      /* its boot id is ours: it shares our CPUs */
+	char cpus_id[CPUS_ID_MAX];      /* its machine and CPUs (cpus_id()), or "" */
+	bool job_sent;
 	pid_t agent;            /* 0 once reaped */
 	int fd;                 /* the proxy's TCP connection, -1 if none */
 	bool connected;         /* authenticated (once, never again) */
@@ -173,10 +177,6 @@ struct job {
 	int nproxies, nconnected;
 	struct pending pending[MAX_PENDING];
 	char cookie[33];        /* 128 random bits, hex */
-	/* Ranks already placed on this machine, by vdrun and by the proxies
-	 * of hosts that share it (network namespaces, containers): the next
-	 * such host binds its ranks from there on. */
-	int machine_ranks;
 	long connect_timeout_s;
 	long link_timeout_s;            /* a silent link to a host ends the job */
 	struct tagset tags;
@@ -257,8 +257,7 @@ bool cookie_equal(const char *a, const char *b);
 /* Keepalive and TCP_USER_TIMEOUT: a silent peer is lost after about
  * link_timeout_s seconds. */
 void tcp_tune(int fd, long link_timeout_s);
-#define BOOT_ID_MAX 40
-void boot_id(char *out, size_t len);
+void cpus_id(char *out, size_t len);
 #define LINK_TIMEOUT_S 2L               /* VIADUCT_VDRUN_LINK_TIMEOUT */
 
 /* ---- remote.c ---- */

@@ -8,6 +8,7 @@
  * decoding refuses what it did not expect.
  */
 #include <errno.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -20,20 +21,31 @@
 
 #include "vdrun.h"
 
-/* This machine's boot id ("-" if unreadable): hosts that report the same
- * one are network namespaces or containers of one machine, whose CPUs
- * they share. */
-void boot_id(char *out, size_t len)
+/* "BOOT-ID-CPUHASH", or "-" when the boot id cannot be read: hosts that
+ * report the same are network namespaces or containers of one machine
+ * with the same CPUs, which their ranks share.  (Containers with CPU
+ * sets of their own differ in the hash.) */
+void cpus_id(char *out, size_t len)
 {
+	char boot[48] = "";
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	cpu_set_t set;
+	uint64_t h = 1469598103934665603ull;    /* FNV-1a */
 
-	snprintf(out, len, "-");
 	if (f) {
-		if (!fgets(out, (int)len, f) || !out[0] || out[0] == '\n')
-			snprintf(out, len, "-");
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = '\0';
 		fclose(f);
 	}
-	out[strcspn(out, "\n ")] = '\0';
+	boot[strcspn(boot, "\n ")] = '\0';
+	CPU_ZERO(&set);
+	if (!boot[0] || sched_getaffinity(0, sizeof(set), &set) != 0) {
+		snprintf(out, len, "-");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(set); i++)
+		h = (h ^ ((const unsigned char *)&set)[i]) * 1099511628211ull;
+	snprintf(out, len, "%s-%016llx", boot, (unsigned long long)h);
 }
 
 /* Bytes queued for one peer that does not read: the job is broken. */
