@@ -106,7 +106,12 @@ static void recv_level(VIP_NIC_HANDLE nic, struct vt_mem *dm, struct vt_mem *rb,
 		VDT_CHECK_EQ(d->CS.Length, msg_len(k));
 		VDT_CHECK_EQ(((uint32_t *)rb->p)[0], k);
 		VDT_CHECK(vt_check((uint8_t *)rb->p + 4, msg_len(k) - 4, SEED + k) < 0);
-		usleep(5000);   /* let the next send wait a little */
+		/* Let the next send wait, long enough for it to be seen
+		 * waiting: while this process sleeps, only the ofi provider's
+		 * service thread reads the fabric, and after an application
+		 * poll it may stay away for 20 ms (ofi_nic.c).  5 ms here
+		 * once counted 7 deferred sends of 8 on a loaded machine. */
+		usleep(25000);
 	}
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	VT_OK(viaduct_vi_get_stats(vi, &st));
