@@ -117,10 +117,10 @@ struct kv {
 	char *key, *val;
 };
 
-/* A remote host's launch agent and the proxy it starts. */
 /* A machine's boot id and a hash of the CPUs a process may use there. */
 #define CPUS_ID_MAX 64
 
+/* A remote host's launch agent and the proxy it starts. */
 struct proxy {
 	int host;
 	char cpus_id[CPUS_ID_MAX];      /* its machine and CPUs (cpus_id()), or "" */
