@@ -22,9 +22,13 @@ for c in $CASES; do
 	done
 done
 # Every block read straight from its owner (coll_shm_direct.c): the
-# same first-phase check must stop every rank.
+# same first-phase check must stop every rank, also where a rank reads
+# from some members before it sees the one that differs (3, 4 ranks).
 for c in alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_strided; do
-	mt_run "mismatch $c, read directly" 2 VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_mismatch "$c" strict
+	for n in 2 3 4; do
+		mt_run "mismatch $c, read directly" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=1 \
+			-- coll_mismatch "$c" strict
+	done
 done
 # Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.

@@ -753,17 +753,32 @@ void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig)
 			      memory_order_relaxed);
 }
 
-int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
+void vd_shm_sig_watch(struct vd_shm *s, uint32_t p, uint32_t sig)
 {
-	int err;
-
 	s->sig_wanted = true;
 	s->sig_phase = p;
 	s->sig_word = signature_word(sig, p);
 	s->sig_differs = false;
-	err = vd_shm_wait(s, -1, p);
+}
+
+bool vd_shm_sig_unwatch(struct vd_shm *s)
+{
 	s->sig_wanted = false;
-	return err ? err : s->sig_differs ? -EMSGSIZE : 0;
+	return s->sig_differs;
+}
+
+int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
+{
+	int err;
+
+	vd_shm_sig_watch(s, p, sig);
+	err = vd_shm_wait(s, -1, p);
+	return vd_shm_sig_unwatch(s) && !err ? -EMSGSIZE : err;
+}
+
+bool vd_shm_at(struct vd_shm *s, int i, uint32_t p)
+{
+	return member_reached(s, i, p);
 }
 
 int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)

@@ -101,6 +101,10 @@ void vd_shm_publish(struct vd_shm *s, uint32_t p);
  * later one.  0, or -EIO when a member died or the segment's counters
  * were overwritten (said on stderr). */
 int vd_shm_wait(struct vd_shm *s, int who, uint32_t p);
+/* Whether member i has published phase p, looked at once (as a wait
+ * would: a counter that cannot be right counts as reached and makes
+ * s->corrupt true). */
+bool vd_shm_at(struct vd_shm *s, int i, uint32_t p);
 /* Copy len bytes at address `at` of member i's process to buf
  * (process_vm_readv): 0, or -EIO when that process or the address is
  * gone. */
@@ -131,6 +135,11 @@ void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
  * with sig.  Each signature is read as its member's counter is seen at
  * p, while that line is in this CPU's cache. */
 int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
+/* The same check spread over waits of one's own: between the two calls,
+ * every member seen at phase p by vd_shm_wait or vd_shm_at has its
+ * signature compared with sig; unwatch says whether one differed. */
+void vd_shm_sig_watch(struct vd_shm *s, uint32_t p, uint32_t sig);
+bool vd_shm_sig_unwatch(struct vd_shm *s);
 /* One phase without data, signed sig and checked: for a call with
  * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
  * whose fellow members' check then fails at that phase. */

@@ -130,21 +130,56 @@ static int release_phase(struct vd_shm *s, int err)
 	return err ? err : err2;
 }
 
-/* After a phase at which every member exposed a buffer of exposed_len
- * bytes: read b bytes at `from` in member i's into base + i * b, for
- * every other member i, then release. */
-static int pull_then_release(struct vd_shm *s, char *area, size_t exposed_len, char *base,
-			     size_t b, uint64_t from)
+/* Read b bytes at `from` in member i's exposed buffer (exposed_len
+ * bytes) into base + i * b. */
+static int pull_block(struct vd_shm *s, char *area, int i, size_t exposed_len, char *base,
+		      size_t b, uint64_t from)
 {
-	int err = 0;
+	uint64_t at;
+	int err = exposed(s, area, i, exposed_len, &at);
 
-	for (int i = 0; i < s->n && !err; i++) {
-		uint64_t at;
+	return err ? err : vd_shm_pull(s, i, base + (size_t)i * b, at + from, b);
+}
 
-		if (i != s->me && !(err = exposed(s, area, i, exposed_len, &at)))
-			err = vd_shm_pull(s, i, base + (size_t)i * b, at + from, b);
+/* pull_block from every other member, each as soon as it has published
+ * phase p (its buffer exposed), those already there first: with more
+ * ranks than CPUs a member reads from the ones that have run while the
+ * rest wait for their turn, where waiting for all before the first read
+ * cost every member another turn.  Stops at the first error, or before
+ * reading a member whose signature differs from the one watched. */
+static int pull_as_exposed(struct vd_shm *s, char *area, uint32_t p, size_t exposed_len,
+			   char *base, size_t b, uint64_t from)
+{
+	bool left[SHM_MAX_MEMBERS] = { false };
+	int n_left = s->n - 1;
+
+	for (int i = 0; i < s->n; i++)
+		left[i] = i != s->me;
+	while (n_left > 0) {
+		int first_away = -1, err;
+
+		for (int k = 1; k < s->n; k++) {
+			int i = (s->me + k) % s->n;       /* not all at member 0 at once */
+
+			if (!left[i])
+				continue;
+			if (!vd_shm_at(s, i, p)) {
+				first_away = first_away < 0 ? i : first_away;
+				continue;
+			}
+			if (s->corrupt)
+				return -EIO;
+			if (s->sig_wanted && s->sig_differs)
+				return -EMSGSIZE;
+			left[i] = false;
+			n_left--;
+			if ((err = pull_block(s, area, i, exposed_len, base, b, from)))
+				return err;
+		}
+		if (first_away >= 0 && (err = vd_shm_wait(s, first_away, p)))
+			return err;
 	}
-	return release_phase(s, err);
+	return 0;
 }
 
 int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own)
@@ -157,14 +192,16 @@ int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void 
 		return err;
 	expose(s, area, own, pb);
 	vd_shm_publish(s, p);
-	if ((err = vd_shm_wait(s, -1, p)))
-		return release_phase(s, err);   /* others may read ours */
-	return pull_then_release(s, area, pb, base, pb, 0);
+	return release_phase(s, pull_as_exposed(s, area, p, pb, base, pb, 0));
 }
 
 /* The first phase is signed with sig (b's signature), as the segment's
- * Alltoall signs its own: members whose sizes differ all stop there,
- * whichever path each took. */
+ * Alltoall signs its own, and every member sees every signature at that
+ * phase before it either stops there (-EMSGSIZE: members whose sizes
+ * differ all stop, whichever path each took) or goes on to the release
+ * phase: all decide alike.  A member may have read from one that
+ * stopped, after it stopped; it then stops too, and what it read is not
+ * its result. */
 int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig)
 {
 	uint32_t p = vd_shm_next(s);
@@ -176,14 +213,16 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	expose(s, area, sb, (size_t)s->n * b);
 	vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);
-	/* Sizes that differ stop every member here, whichever path. */
-	if ((err = vd_shm_wait_signed(s, p, sig)) == -EMSGSIZE)
-		return err;
-	if (err)
-		return release_phase(s, err);   /* others may read ours */
-	memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+	vd_shm_sig_watch(s, p, sig);
 	/* Member i's block for this member: the me-th of its send buffer. */
-	return pull_then_release(s, area, (size_t)s->n * b, rb, b, (uint64_t)s->me * b);
+	err = pull_as_exposed(s, area, p, (size_t)s->n * b, rb, b, (uint64_t)s->me * b);
+	if (err)
+		(void)vd_shm_wait(s, -1, p);    /* every signature seen */
+	if (vd_shm_sig_unwatch(s))
+		return -EMSGSIZE;
+	if (!err)
+		memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+	return release_phase(s, err);
 }
 
 /* ---- Reduce / Allreduce ---------------------------------------------------------- */
