@@ -15,7 +15,8 @@ MT_TIMEOUT=${MT_TIMEOUT:-30}
 mt_need coll_mismatch
 shift
 CASES=${*:-alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_strided
-	rs_total rs_split rs_large rs_phases rs_zero rs_block}
+	rs_total rs_split rs_large rs_phases rs_zero rs_block
+	bcast_long bcast_short bcast_split}
 for c in $CASES; do
 	for n in 2 3 4; do
 		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" strict

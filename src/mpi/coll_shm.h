@@ -128,6 +128,8 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_ALLTOALL 0x2a1170a1u          /* seeds: one per collective */
 #define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
 #define SHM_SIG_DONE 0xd0e5d0e5u                /* a direct reducer did its part */
+#define SHM_SIG_BCAST_ONE 0xbca57001u           /* the paths of a direct Bcast */
+#define SHM_SIG_BCAST_SPLIT 0xbca57a11u
 /* Sign phase p with sig (before publishing it). */
 void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
 /* vd_shm_wait for every member at phase p, then -EMSGSIZE
@@ -197,6 +199,10 @@ int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t cou
  * Allreduce): not on a crowded node (its larger slots), where each wait
  * costs a context switch, more than the copies saved (4 ranks on 2
  * CPUs, Allgather: 16 KiB 21 against 13 us, 1 MiB 1.19 against 1.01 ms). */
+/* From here a direct Bcast between two members with a CPU each is
+ * copied by both (coll_shm_direct.c); a constant, as every member must
+ * take the same path. */
+#define SHM_BCAST_SPLIT_MIN (256 * 1024)
 static inline bool vd_shm_direct_roomy(const struct vd_shm *s, size_t bytes)
 {
 	return bytes >= s->direct_min && s->slot == SHM_SLOT;

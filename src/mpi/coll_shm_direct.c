@@ -86,29 +86,6 @@ static int exposed(const struct vd_shm *s, char *area, int i, size_t want, uint6
 	return exposed_both(s, area, i, want, addr, &out);
 }
 
-/* One phase: the root exposes its buffer and waits until every other
- * member has read it and published the same phase. */
-int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root)
-{
-	uint32_t p = vd_shm_next(s);
-	uint64_t at;
-	char *area;
-	int err;
-
-	if (s->me == root) {
-		if ((err = vd_shm_claim(s, p, &area)))
-			return err;
-		expose(s, area, data, bytes);
-		vd_shm_publish(s, p);
-		return vd_shm_wait_release(s, p);
-	}
-	area = vd_shm_area(s, p);
-	if (!(err = vd_shm_wait(s, root, p)) && !(err = exposed(s, area, root, bytes, &at)))
-		err = vd_shm_pull(s, root, data, at, bytes);
-	vd_shm_publish(s, p);           /* done with it, even after an error */
-	return err;
-}
-
 /* The last phase of a collective whose members read or write each
  * other's buffers: published on every path once this member is done
  * with the others' (signed: whether it did its part, which others'
@@ -128,6 +105,83 @@ static int release_phase(struct vd_shm *s, int err)
 	else if (err2 == -EMSGSIZE)
 		err2 = -EIO;            /* a member could not do its part */
 	return err ? err : err2;
+}
+
+/* One phase: the root exposes its buffer and waits until every other
+ * member has read it and published the same phase.  The phase is signed
+ * with the path, so that a member on bcast_split's (another size) stops
+ * at it as well, and a member that could not read it (its size differs)
+ * signs it refused, so that the root fails too. */
+static int bcast_one(struct vd_shm *s, void *data, size_t bytes, int root)
+{
+	uint32_t p = vd_shm_next(s);
+	uint64_t at;
+	char *area;
+	int err;
+
+	if (s->me == root) {
+		if ((err = vd_shm_claim(s, p, &area)))
+			return err;
+		expose(s, area, data, bytes);
+		vd_shm_sign(s, p, SHM_SIG_BCAST_ONE);
+		vd_shm_publish(s, p);
+		vd_shm_sig_watch(s, p, SHM_SIG_BCAST_ONE);
+		err = vd_shm_wait_release(s, p);
+		return vd_shm_sig_unwatch(s) && !err ? -EMSGSIZE : err;
+	}
+	area = vd_shm_area(s, p);
+	vd_shm_sign(s, p, SHM_SIG_BCAST_ONE);   /* before the wait, which checks ours too */
+	vd_shm_sig_watch(s, p, SHM_SIG_BCAST_ONE);
+	err = vd_shm_wait(s, root, p);
+	if (vd_shm_sig_unwatch(s) && !err)
+		err = -EMSGSIZE;
+	if (!err && !(err = exposed(s, area, root, bytes, &at)))
+		err = vd_shm_pull(s, root, data, at, bytes);
+	if (err)
+		vd_shm_sign(s, p, SHM_SIG_REFUSED);     /* the root fails too */
+	vd_shm_publish(s, p);           /* done with it, even after an error */
+	return err;
+}
+
+/* Two members with a CPU each and a large message: the root writes the
+ * first half into the other's buffer while the other reads the second
+ * half, both cores copying at once (as the point-to-point split does),
+ * where one read of the whole left the root's core idle.  Both expose
+ * their buffer at the first phase, signed with the path: a member that
+ * finds the other on bcast_one's (another size) stops there, as that
+ * one does. */
+static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
+{
+	uint32_t p = vd_shm_next(s);
+	int other = 1 - s->me;
+	size_t half = (bytes / 2) & ~(size_t)4095;      /* whole pages each */
+	uint64_t at;
+	char *area;
+	int err;
+
+	if ((err = vd_shm_claim(s, p, &area)))
+		return err;
+	expose(s, area, data, bytes);
+	vd_shm_sign(s, p, SHM_SIG_BCAST_SPLIT);
+	vd_shm_publish(s, p);
+	vd_shm_sig_watch(s, p, SHM_SIG_BCAST_SPLIT);
+	err = vd_shm_wait(s, other, p);
+	if (vd_shm_sig_unwatch(s))
+		return -EMSGSIZE;
+	if (!err)
+		err = exposed(s, area, other, bytes, &at);
+	if (!err)
+		err = s->me == root ? vd_shm_push(s, other, at, data, half)
+				    : vd_shm_pull(s, other, (char *)data + half, at + half,
+						  bytes - half);
+	return release_phase(s, err);
+}
+
+int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root)
+{
+	if (s->n == 2 && bytes >= SHM_BCAST_SPLIT_MIN && s->slot == SHM_SLOT)
+		return bcast_split(s, data, bytes, root);
+	return bcast_one(s, data, bytes, root);
 }
 
 /* Read b bytes at `from` in member i's exposed buffer (exposed_len

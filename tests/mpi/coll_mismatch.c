@@ -28,6 +28,12 @@
  *   allreduce_count  Allreduce, 8 ints against 16 (only where every block
  *                    is read directly, which compares the lengths)
  *   reduce_count     Reduce to 0, the same
+ *   bcast_long       Bcast from rank 0 of 80000 ints, the others expect
+ *                    20000 (at 2 ranks the root's size is copied by both
+ *                    members and the others' by one: two paths)
+ *   bcast_short      the root 20000 ints, the others expect 80000
+ *   bcast_split      the root 100000 ints, the others expect 80000 (at 2
+ *                    ranks both copied by both members)
  */
 #include "mpitest.h"
 
@@ -91,6 +97,18 @@ static int reduce_scatter_counts(int per_rank, int first, int second)
 	return rc;
 }
 
+/* Bcast of n ints from rank 0. */
+static int bcast_ints(int n)
+{
+	int *b = mt_malloc(sizeof(int) * (size_t)n), rc;
+
+	for (int i = 0; i < n; i++)
+		b[i] = mt_rank == 0 ? i : -1;
+	rc = MPI_Bcast(b, n, MPI_INT, 0, MPI_COMM_WORLD);
+	free(b);
+	return rc;
+}
+
 static int erroneous_call(const char *name)
 {
 	bool odd = mt_rank == 0;
@@ -107,6 +125,12 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
 	}
+	if (!strcmp(name, "bcast_split"))
+		return bcast_ints(odd ? 100000 : 80000);
+	if (!strcmp(name, "bcast_long"))
+		return bcast_ints(odd ? 80000 : 20000);
+	if (!strcmp(name, "bcast_short"))
+		return bcast_ints(odd ? 20000 : 80000);
 	if (!strcmp(name, "alltoall_large"))
 		return odd ? alltoall_ints(BIG / 2, BIG / 2) : alltoall_ints(BIG, BIG);
 	if (!strcmp(name, "alltoall_zero"))
