@@ -107,6 +107,23 @@ static int release_phase(struct vd_shm *s, int err)
 	return err ? err : err2;
 }
 
+/* Phase p's area claimed, buf exposed in this member's slot, the phase
+ * signed with sig and published, and sig watched for in the waits that
+ * follow (vd_shm_sig_unwatch says whether a member's differed). */
+static int expose_signed(struct vd_shm *s, uint32_t p, char **area, const void *buf,
+			 size_t len, uint32_t sig)
+{
+	int err = vd_shm_claim(s, p, area);
+
+	if (err)
+		return err;
+	expose(s, *area, buf, len);
+	vd_shm_sign(s, p, sig);
+	vd_shm_publish(s, p);
+	vd_shm_sig_watch(s, p, sig);
+	return 0;
+}
+
 /* One phase: the root exposes its buffer and waits until every other
  * member has read it and published the same phase.  The phase is signed
  * with the path, so that a member on bcast_split's (another size) stops
@@ -120,12 +137,8 @@ static int bcast_one(struct vd_shm *s, void *data, size_t bytes, int root)
 	int err;
 
 	if (s->me == root) {
-		if ((err = vd_shm_claim(s, p, &area)))
+		if ((err = expose_signed(s, p, &area, data, bytes, SHM_SIG_BCAST_ONE)))
 			return err;
-		expose(s, area, data, bytes);
-		vd_shm_sign(s, p, SHM_SIG_BCAST_ONE);
-		vd_shm_publish(s, p);
-		vd_shm_sig_watch(s, p, SHM_SIG_BCAST_ONE);
 		err = vd_shm_wait_release(s, p);
 		return vd_shm_sig_unwatch(s) && !err ? -EMSGSIZE : err;
 	}
@@ -159,12 +172,8 @@ static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
 	char *area;
 	int err;
 
-	if ((err = vd_shm_claim(s, p, &area)))
+	if ((err = expose_signed(s, p, &area, data, bytes, SHM_SIG_BCAST_SPLIT)))
 		return err;
-	expose(s, area, data, bytes);
-	vd_shm_sign(s, p, SHM_SIG_BCAST_SPLIT);
-	vd_shm_publish(s, p);
-	vd_shm_sig_watch(s, p, SHM_SIG_BCAST_SPLIT);
 	err = vd_shm_wait(s, other, p);
 	if (vd_shm_sig_unwatch(s))
 		return -EMSGSIZE;
@@ -262,12 +271,8 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	char *area;
 	int err;
 
-	if ((err = vd_shm_claim(s, p, &area)))
+	if ((err = expose_signed(s, p, &area, sb, (size_t)s->n * b, sig)))
 		return err;
-	expose(s, area, sb, (size_t)s->n * b);
-	vd_shm_sign(s, p, sig);
-	vd_shm_publish(s, p);
-	vd_shm_sig_watch(s, p, sig);
 	/* Member i's block for this member: the me-th of its send buffer. */
 	err = pull_as_exposed(s, area, p, (size_t)s->n * b, rb, b, (uint64_t)s->me * b);
 	if (err)
