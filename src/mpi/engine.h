@@ -266,6 +266,10 @@ int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t l
  * completed.  0 sent now, 1 queued, or -errno. */
 int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
 		     struct vd_req *done);
+/* Whether the peer has begun a message of its own since this rank last
+ * began one to it (answers -- CTS, DONE -- do not count either way): a
+ * ping-pong's turn, where a stream of sends finds false. */
+bool vd_wire_answered(int peer);
 /* RDMA on behalf of request r: read into local [data,len) from the peer's
  * raddr, or write local data to raddr with immediate imm (which consumes
  * a receive at the peer).  vd_proto_read_done/write_done(r, err) follow

@@ -87,6 +87,8 @@ struct peer {
 	bool reaping;                   /* inside reap() */
 	bool polling;                   /* inside poll_ring() */
 	bool wanted;                    /* lazy: a connection was asked for */
+	bool answered;                  /* nothing sent since the peer's last
+	                                 * new message (vd_wire_answered) */
 };
 
 static struct {
@@ -695,6 +697,14 @@ static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hl
 }
 
 /* Now, or queued (1) with the payload copied or by reference. */
+/* A message of the sender's own, not an answer to the other's (CTS,
+ * DONE, SYNC_ACK, nor the rest of one already begun). */
+static bool begins_message(uint8_t type)
+{
+	return type == VD_MSG_EAGER || type == VD_MSG_EAGER_TINY || type == VD_MSG_RTS_GET ||
+	       type == VD_MSG_RTS_RNDV;
+}
+
 static int wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len,
 		     bool by_ref, struct vd_req *done)
 {
@@ -704,6 +714,8 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 
 	if (hlen + len > VIADUCT_RING_MAX_MSG)
 		return -EMSGSIZE;
+	if (begins_message(m->type))
+		p->answered = false;
 	if (send_now(p, peer, m, hlen, payload, len))
 		return 0;
 	err = queue_msg(p, m, hlen, payload, len, by_ref, done);
@@ -812,8 +824,16 @@ static void msg_arrived(int peer, const uint8_t *msg, size_t len)
 	struct vd_msg m;
 	size_t hlen;
 
-	if (vd_msg_parse(msg, len, &m, &hlen))
-		vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
+	if (!vd_msg_parse(msg, len, &m, &hlen))
+		return;
+	if (begins_message(m.type))
+		W.peers[peer].answered = true;  /* the conversation has turned */
+	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
+}
+
+bool vd_wire_answered(int peer)
+{
+	return W.peers[peer].answered;
 }
 
 /* Everything in peer's ring.  Not re-entrant: a message is released

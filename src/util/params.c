@@ -79,6 +79,9 @@ static const struct param params[] = {
 	  "up to this size the automatic protocol pipelines a message through the ring inside a host (0: never)" },
 	{ "VIADUCT_MPI_NET_PIPELINE_MAX", PT_SIZE, "49152", 0, 16ull << 20, NULL,
 	  "the pipelined limit for a rank on another host (0: never)" },
+	{ "VIADUCT_MPI_NET_PIPELINE_TURN_MAX", PT_SIZE, "65536", 0, 16ull << 20, NULL,
+	  "the pipelined limit for a rank on another host when the message answers one of that rank's "
+	  "(nothing sent to it since its last message began; 0: never)" },
 	{ "VIADUCT_MPI_TUNE", PT_BOOL, "1", 0, 0, NULL,
 	  "0: keep the built-in switch points inside a host (ring to get, get to split) instead of measuring them at MPI_Init" },
 	{ "VIADUCT_MPI_SPLIT_MIN", PT_SIZE, "262144", 0, 1ull << 40, NULL,
