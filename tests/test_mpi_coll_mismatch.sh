@@ -31,6 +31,11 @@ for c in alltoall_small alltoall_large alltoall_zero alltoall_sides alltoall_str
 			-- coll_mismatch "$c" strict
 	done
 done
+# Bcast at 2 ranks with a CPU each, however many this machine has: the
+# root's size copied by both members, the others' by one.
+for c in bcast_long bcast_short bcast_split; do
+	mt_run "mismatch $c, not crowded" 2 VIADUCT_MPI_COLL_CROWDED=no -- coll_mismatch "$c" strict
+done
 # Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do

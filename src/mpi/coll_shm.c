@@ -97,8 +97,10 @@ static _Atomic uint64_t *mapped_at(const struct vd_shm *s, int i)
 }
 
 /* Member i's signature of phase p: one word per area, so it lives as
- * long as the area's data (a member cannot sign phase p + SHM_NBUF
- * before everyone has published p + 2). */
+ * long as the area's data (a member cannot claim phase p + SHM_NBUF
+ * before everyone has published p + 2; a Bcast receiver signs its phase
+ * without claiming it, but only once it has seen the root of its phase
+ * before, which claimed that one: everyone is past p by then). */
 static _Atomic uint32_t *signature(const struct vd_shm *s, int i, uint32_t p)
 {
 	return counter(s, i) + 2 + p % SHM_NBUF;

@@ -194,15 +194,15 @@ int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root);
  * writing it where the result goes (sig as for vd_shm_reduce). */
 int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t count,
 			 MPI_Datatype dt, MPI_Op op, int root, uint32_t sig);
+/* From here a direct Bcast between two members with a CPU each is
+ * copied by both (coll_shm_direct.c); a constant, as every member must
+ * take the same path. */
+#define SHM_BCAST_SPLIT_MIN (256 * 1024)
 /* Whether blocks of `bytes` go directly on this segment for the
  * collectives with two waits for every member (Allgather, Reduce,
  * Allreduce): not on a crowded node (its larger slots), where each wait
  * costs a context switch, more than the copies saved (4 ranks on 2
  * CPUs, Allgather: 16 KiB 21 against 13 us, 1 MiB 1.19 against 1.01 ms). */
-/* From here a direct Bcast between two members with a CPU each is
- * copied by both (coll_shm_direct.c); a constant, as every member must
- * take the same path. */
-#define SHM_BCAST_SPLIT_MIN (256 * 1024)
 static inline bool vd_shm_direct_roomy(const struct vd_shm *s, size_t bytes)
 {
 	return bytes >= s->direct_min && s->slot == SHM_SLOT;

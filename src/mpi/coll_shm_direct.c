@@ -27,7 +27,11 @@
  * owner's mappings.  A member whose buffer others read or write leaves
  * only once all of them have published that they are done with it, or,
  * after a member died, once every live one has (release_phase); every
- * member publishes that phase on every path after its first.
+ * member publishes that phase on every path after its first.  The one
+ * exception is a first phase whose signatures differ (sizes that
+ * differ): every member then stops at it, and one that read from a
+ * member before it saw the difference may still be reading when that
+ * member returns -- a read only, whose result it throws away.
  */
 #include <errno.h>
 #include <string.h>
@@ -167,7 +171,7 @@ static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
 {
 	uint32_t p = vd_shm_next(s);
 	int other = 1 - s->me;
-	size_t half = (bytes / 2) & ~(size_t)4095;      /* whole pages each */
+	size_t half = (bytes / 2) & ~(size_t)4095;      /* a multiple of the page size */
 	uint64_t at;
 	char *area;
 	int err;

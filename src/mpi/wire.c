@@ -696,7 +696,6 @@ static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hl
 						 (VIP_UINT32)len) == VIP_SUCCESS;
 }
 
-/* Now, or queued (1) with the payload copied or by reference. */
 /* A message of the sender's own, not an answer to the other's (CTS,
  * DONE, SYNC_ACK, nor the rest of one already begun). */
 static bool begins_message(uint8_t type)
@@ -705,6 +704,7 @@ static bool begins_message(uint8_t type)
 	       type == VD_MSG_RTS_RNDV;
 }
 
+/* Now, or queued (1) with the payload copied or by reference. */
 static int wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len,
 		     bool by_ref, struct vd_req *done)
 {
