@@ -36,6 +36,22 @@ done
 for c in bcast_long bcast_short bcast_split; do
 	mt_run "mismatch $c, not crowded" 2 VIADUCT_MPI_COLL_CROWDED=no -- coll_mismatch "$c" strict
 done
+# Bcast through the segment (below the direct reads' size, or every
+# size with VIADUCT_MPI_COLL_DIRECT_MIN=0: several chunks), and across
+# the two paths: every rank whose size differs from the root's fails and
+# the phases stay aligned; the root does not wait for the others, so it
+# may not know.
+for c in bcast_seg_long bcast_seg_short bcast_seg_direct bcast_direct_seg; do
+	for n in 2 3 4; do
+		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" receivers
+	done
+done
+for c in bcast_long bcast_short; do
+	for n in 2 4; do
+		mt_run "mismatch $c, through the segment" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=0 \
+			-- coll_mismatch "$c" receivers
+	done
+done
 # Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do

@@ -769,6 +769,13 @@ bool vd_shm_sig_unwatch(struct vd_shm *s)
 	return s->sig_differs;
 }
 
+bool vd_shm_signed_with(const struct vd_shm *s, int i, uint32_t p, uint32_t sig)
+{
+	/* Relaxed: read after the acquire load that saw i at phase p. */
+	return atomic_load_explicit(signature(s, i, p), memory_order_relaxed) ==
+	       signature_word(sig, p);
+}
+
 int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig)
 {
 	int err;

@@ -130,6 +130,7 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_DONE 0xd0e5d0e5u                /* a direct reducer did its part */
 #define SHM_SIG_BCAST_ONE 0xbca57001u           /* the paths of a direct Bcast */
 #define SHM_SIG_BCAST_SPLIT 0xbca57a11u
+#define SHM_SIG_BCAST_SEG 0xbca55e61u           /* a Bcast through the segment */
 /* Sign phase p with sig (before publishing it). */
 void vd_shm_sign(struct vd_shm *s, uint32_t p, uint32_t sig);
 /* vd_shm_wait for every member at phase p, then -EMSGSIZE
@@ -142,6 +143,8 @@ int vd_shm_wait_signed(struct vd_shm *s, uint32_t p, uint32_t sig);
  * signature compared with sig; unwatch says whether one differed. */
 void vd_shm_sig_watch(struct vd_shm *s, uint32_t p, uint32_t sig);
 bool vd_shm_sig_unwatch(struct vd_shm *s);
+/* Whether member i, seen at phase p, signed it with sig. */
+bool vd_shm_signed_with(const struct vd_shm *s, int i, uint32_t p, uint32_t sig);
 /* One phase without data, signed sig and checked: for a call with
  * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
  * whose fellow members' check then fails at that phase. */

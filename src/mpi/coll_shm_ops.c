@@ -6,9 +6,9 @@
  *
  *  - Barrier: one phase; every member publishes it and waits for all.
  *  - Bcast: the root copies chunks into successive areas, each published
- *    as a phase; the others copy each chunk out as soon as it is there,
- *    so reading overlaps writing, and the root runs at most
- *    SHM_NBUF - 2 chunks ahead of the slowest reader.
+ *    as a phase signed with its size; the others copy each chunk out as
+ *    soon as it is there, so reading overlaps writing, and the root runs
+ *    at most SHM_NBUF - 2 chunks ahead of the slowest reader.
  *  - Reduce / Allreduce (predefined ops, contiguous types): per chunk of
  *    a slot's size every member copies its contribution into its slot,
  *    then each member reduces its own slice of the chunk across all slots,
@@ -26,6 +26,7 @@
  *    then each copies the parts meant for it out of everyone's slot.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,29 +48,105 @@ int vd_shm_barrier(struct vd_shm *s)
 
 /* ---- Bcast --------------------------------------------------------------------- */
 
-static int bcast_bytes(struct vd_shm *s, char *data, size_t bytes, int root)
+/* The root signs every phase with its total, hashed, and writes the
+ * total in front of its first chunk.  A member whose signature matches
+ * (the same size, bar a hash collision) copies without reading the
+ * total: the line stays in the root's cache.  One whose size differs
+ * (an erroneous call) reads it and follows every phase the root
+ * publishes -- the phases stay aligned for the next collective -- and
+ * fails with -EMSGSIZE (MPI_ERR_TRUNCATE) instead of taking a prefix or
+ * stale bytes for the message; one that finds the root on the direct
+ * path (another size) stops at the first phase, as that root does. */
+#define SHM_BCAST_HEAD_SMALL sizeof(uint64_t)
+#define SHM_BCAST_HEAD_LINE 64u
+/* A total beyond this in the root's first chunk is not a size. */
+#define SHM_BCAST_TOTAL_MAX (1ull << 40)
+
+/* Where the bytes of the first chunk start: beside the total when they
+ * fit in its cache line, else at the next line, aligned as in the
+ * user's buffer (a copy between addresses of different alignments ran
+ * at two thirds of the speed). */
+static size_t bcast_head(uint64_t total)
 {
-	size_t chunk = s->area_len < SHM_BCAST_CHUNK ? s->area_len : SHM_BCAST_CHUNK;
+	return total <= SHM_BCAST_HEAD_LINE - SHM_BCAST_HEAD_SMALL ? SHM_BCAST_HEAD_SMALL
+								  : SHM_BCAST_HEAD_LINE;
+}
+
+/* Bytes of the chunk at off of a total (the first one is shorter by its
+ * head). */
+static size_t bcast_len(const struct vd_shm *s, uint64_t total, uint64_t off, size_t head)
+{
+	uint64_t chunk = s->area_len < SHM_BCAST_CHUNK ? s->area_len : SHM_BCAST_CHUNK;
+
+	return (size_t)(total - off < chunk - head ? total - off : chunk - head);
+}
+
+static int bcast_seg_root(struct vd_shm *s, const char *data, size_t bytes)
+{
+	uint64_t total = bytes;
+	uint32_t sig = vd_shm_sig(SHM_SIG_BCAST_SEG, total);
 	int err = 0;
 
-	for (size_t off = 0; off < bytes && !err; off += chunk) {
-		size_t len = bytes - off < chunk ? bytes - off : chunk;
+	for (size_t off = 0, head = bcast_head(total); off < bytes && !err; head = 0) {
+		size_t len = bcast_len(s, total, off, head);
 		uint32_t p = vd_shm_next(s);
-		char *area = vd_shm_area(s, p);
+		char *area;
 
-		if (s->me == root) {
-			err = vd_shm_claim(s, p, &area);
-			if (!err)
-				memcpy(area, data + off, len);
-		} else {
-			err = vd_shm_wait(s, root, p);
-			if (!err)
-				memcpy(data + off, area, len);
-		}
-		if (!err)
-			vd_shm_publish(s, p);
+		if ((err = vd_shm_claim(s, p, &area)))
+			break;
+		if (head)
+			memcpy(area, &total, sizeof(total));
+		memcpy(area + head, data + off, len);
+		vd_shm_sign(s, p, sig);
+		vd_shm_publish(s, p);
+		off += len;
 	}
 	return err;
+}
+
+/* At the first phase, when the root's signature is not ours: the root's
+ * total (read from its first chunk: untrusted, checked), or -EMSGSIZE
+ * when the root is on the direct path. */
+static int bcast_seg_root_total(struct vd_shm *s, uint32_t p, int root, const char *area,
+				uint64_t *total)
+{
+	if (vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_ONE) ||
+	    vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_SPLIT))
+		return -EMSGSIZE;
+	memcpy(total, area, sizeof(*total));
+	return *total && *total <= SHM_BCAST_TOTAL_MAX ? 0 : -EIO;
+}
+
+static int bcast_seg_member(struct vd_shm *s, char *data, size_t bytes, int root)
+{
+	uint64_t total = bytes, off = 0;
+	uint32_t sig = vd_shm_sig(SHM_SIG_BCAST_SEG, total);
+	bool differs = false;
+	int err = 0;
+
+	for (bool first = true; off < total && !err; first = false) {
+		uint32_t p = vd_shm_next(s);
+		char *area = vd_shm_area(s, p);
+		size_t head = 0, len;
+
+		vd_shm_sign(s, p, sig);         /* a root on the direct path checks it */
+		if (first)
+			vd_shm_sig_watch(s, p, sig);
+		err = vd_shm_wait(s, root, p);
+		if (first && vd_shm_sig_unwatch(s) && !err) {
+			err = bcast_seg_root_total(s, p, root, area, &total);
+			differs = true;
+		}
+		if (first && !err)
+			head = bcast_head(total);
+		len = err ? 0 : bcast_len(s, total, off, head);
+		if (len && off < bytes)
+			memcpy(data + off, area + head, bytes - off < len ? bytes - off : len);
+		if (!err || err == -EMSGSIZE)
+			vd_shm_publish(s, p);
+		off += len;
+	}
+	return err ? err : differs ? -EMSGSIZE : 0;
 }
 
 /* Members may describe the same bytes with different types: the segment
@@ -89,7 +166,8 @@ int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int
 			vd_dtype_pack(t, buf, count, data);
 	}
 	err = bytes >= s->direct_min ? vd_shm_direct_bcast(s, data, bytes, root)
-				     : bcast_bytes(s, data, bytes, root);
+				     : s->me == root ? bcast_seg_root(s, data, bytes)
+				     : bcast_seg_member(s, data, bytes, root);
 	if (!t->contig) {
 		if (!err && s->me != root)
 			vd_dtype_unpack(t, data, bytes, buf);
