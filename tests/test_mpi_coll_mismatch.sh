@@ -52,6 +52,21 @@ for c in bcast_long bcast_short; do
 			-- coll_mismatch "$c" receivers
 	done
 done
+# Allreduce and Allgather sign their first phase with the size (and the
+# op): every rank fails there and the phases stay aligned, also against
+# a rank that reads directly, and over several chunks of the segment.
+for c in allreduce_count allreduce_cross allreduce_op allgather_count allgather_cross \
+	allgather_zero; do
+	for n in 2 3 4; do
+		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" strict
+	done
+done
+for c in allreduce_chunks allgather_chunks; do
+	for n in 2 4; do
+		mt_run "mismatch $c, through the segment" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=0 \
+			-- coll_mismatch "$c" strict
+	done
+done
 # Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do

@@ -499,6 +499,16 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
  * rounds' latency. */
 #define VD_ALLREDUCE_SPLIT_MIN 16384
 
+/* What every member of an Allreduce in a node's segment must agree on:
+ * the vector's bytes and the op.  Every member waits for all at the
+ * first phase, so members whose sizes differ (an erroneous program) all
+ * fail there, and the segment's phases stay aligned. */
+static uint32_t allreduce_sig(int count, const struct vd_dtype *t, MPI_Op op)
+{
+	return vd_shm_sig(SHM_SIG_ALLREDUCE, (uint64_t)count * (uint64_t)t->size << 8 ^
+					     (uint32_t)op);
+}
+
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		      struct vd_comm *c)
 {
@@ -506,7 +516,8 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 	struct vd_shm *s = count > 0 ? vd_shm_of(c) : NULL;
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1, 0));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1,
+						  allreduce_sig(count, t, op)));
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)

@@ -127,6 +127,8 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_REFUSED 0u
 #define SHM_SIG_ALLTOALL 0x2a1170a1u          /* seeds: one per collective */
 #define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
+#define SHM_SIG_ALLREDUCE 0xa11ed0c3u
+#define SHM_SIG_ALLGATHER 0xa119a7e5u
 #define SHM_SIG_DONE 0xd0e5d0e5u                /* a direct reducer did its part */
 #define SHM_SIG_BCAST_ONE 0xbca57001u           /* the paths of a direct Bcast */
 #define SHM_SIG_BCAST_SPLIT 0xbca57a11u
@@ -210,7 +212,8 @@ static inline bool vd_shm_direct_roomy(const struct vd_shm *s, size_t bytes)
 {
 	return bytes >= s->direct_min && s->slot == SHM_SLOT;
 }
-int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own);
+int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own,
+			    uint32_t sig);
 int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b, uint32_t sig);
 
 #endif /* VIADUCT_MPI_COLL_SHM_H */

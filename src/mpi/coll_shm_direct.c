@@ -249,17 +249,37 @@ static int pull_as_exposed(struct vd_shm *s, char *area, uint32_t p, size_t expo
 	return 0;
 }
 
-int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own)
+/* pull_as_exposed under the signature watched since expose_signed: true
+ * (*err -EMSGSIZE) when a member signed the phase otherwise, once every
+ * member's signature is seen, so that all stop at this phase; else false
+ * with the pull's result in *err. */
+static bool pull_or_stop(struct vd_shm *s, char *area, uint32_t p, size_t exposed_len,
+			 char *base, size_t b, uint64_t from, int *err)
+{
+	*err = pull_as_exposed(s, area, p, exposed_len, base, b, from);
+	if (*err)
+		(void)vd_shm_wait(s, -1, p);    /* every signature seen */
+	if (!vd_shm_sig_unwatch(s))
+		return false;
+	*err = -EMSGSIZE;
+	return true;
+}
+
+/* The first phase is signed with sig (the piece's size), as the
+ * segment's Allgather signs its own: members whose sizes differ all stop
+ * there, whichever path each took. */
+int vd_shm_direct_allgather(struct vd_shm *s, char *base, size_t pb, const void *own,
+			    uint32_t sig)
 {
 	uint32_t p = vd_shm_next(s);
 	char *area;
 	int err;
 
-	if ((err = vd_shm_claim(s, p, &area)))
+	if ((err = expose_signed(s, p, &area, own, pb, sig)))
 		return err;
-	expose(s, area, own, pb);
-	vd_shm_publish(s, p);
-	return release_phase(s, pull_as_exposed(s, area, p, pb, base, pb, 0));
+	if (pull_or_stop(s, area, p, pb, base, pb, 0, &err))
+		return err;
+	return release_phase(s, err);
 }
 
 /* The first phase is signed with sig (b's signature), as the segment's
@@ -278,11 +298,8 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	if ((err = expose_signed(s, p, &area, sb, (size_t)s->n * b, sig)))
 		return err;
 	/* Member i's block for this member: the me-th of its send buffer. */
-	err = pull_as_exposed(s, area, p, (size_t)s->n * b, rb, b, (uint64_t)s->me * b);
-	if (err)
-		(void)vd_shm_wait(s, -1, p);    /* every signature seen */
-	if (vd_shm_sig_unwatch(s))
-		return -EMSGSIZE;
+	if (pull_or_stop(s, area, p, (size_t)s->n * b, rb, b, (uint64_t)s->me * b, &err))
+		return err;
 	if (!err)
 		memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
 	return release_phase(s, err);

@@ -365,8 +365,10 @@ static char *piece(char *buf, char *all, size_t pb, int i)
 
 /* Through the segment: per chunk of a slot's size of the pieces, every
  * member copies its part into its slot, then everyone copies everyone
- * else's out. */
-static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb)
+ * else's out.  The first phase is signed with sig (the piece's size):
+ * every member waits for all there, so members whose sizes differ all
+ * stop at it and the phases stay aligned. */
+static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb, uint32_t sig)
 {
 	int err = 0;
 
@@ -378,8 +380,10 @@ static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb)
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
 		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
+		if (!off)       /* next to the publish: one trip of the line */
+			vd_shm_sign(s, p, sig);
 		vd_shm_publish(s, p);
-		err = vd_shm_wait(s, -1, p);
+		err = off ? vd_shm_wait(s, -1, p) : vd_shm_wait_signed(s, p, sig);
 		for (int i = 0; i < s->n && !err; i++)
 			if (i != s->me)
 				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
@@ -394,11 +398,12 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 		     const void *own)
 {
 	size_t pb = (size_t)count * (size_t)t->size;
+	uint32_t sig = vd_shm_sig(SHM_SIG_ALLGATHER, pb);
 	char *all = NULL;
 	int err = 0;
 
-	if (pb == 0)
-		return 0;
+	if (pb == 0)            /* one phase all the same: a member may pass more */
+		return vd_shm_signed_phase(s, sig);
 	if (!t->contig) {       /* members may use different types: pack */
 		if (!(all = malloc((size_t)s->n * pb)))
 			return -ENOMEM;
@@ -407,9 +412,9 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 	}
 	if (vd_shm_direct_roomy(s, pb))
 		err = vd_shm_direct_allgather(s, piece(buf, all, pb, 0), pb,
-					      own ? own : piece(buf, all, pb, s->me));
+					      own ? own : piece(buf, all, pb, s->me), sig);
 	else
-		err = allgather_chunks(s, buf, all, pb);
+		err = allgather_chunks(s, buf, all, pb, sig);
 	for (int i = 0; all && !err && i < s->n; i++)
 		if (i != s->me)
 			vd_dtype_unpack(t, piece(buf, all, pb, i), pb,

@@ -26,8 +26,18 @@
  *   rs_phases        100 against 600 per rank (one phase against two)
  *   rs_zero          rank 0's recvcounts all 0, the others' 2
  *   rs_block         Reduce_scatter_block, 2 against 3
- *   allreduce_count  Allreduce, 8 ints against 16 (only where every block
- *                    is read directly, which compares the lengths)
+ *   allreduce_count  Allreduce, 8 ints against 16
+ *   allreduce_cross  Allreduce, 8 ints (the segment) against 8000 (read
+ *                    directly)
+ *   allreduce_chunks Allreduce, 10000 ints against 20000 (several chunks
+ *                    of the segment where nothing is read directly)
+ *   allreduce_op     Allreduce of 16 ints, MPI_MAX against MPI_SUM
+ *   allgather_count  Allgather, 4 ints a rank against 8
+ *   allgather_cross  Allgather, 4 ints (the segment) against 8000 (read
+ *                    directly)
+ *   allgather_zero   Allgather, 0 ints against 8
+ *   allgather_chunks Allgather, 10000 ints against 20000 (several chunks
+ *                    of the segment where nothing is read directly)
  *   reduce_count     Reduce to 0, the same
  *   bcast_long       Bcast from rank 0 of 80000 ints, the others expect
  *                    20000 (at 2 ranks the root's size is copied by both
@@ -125,6 +135,39 @@ static int erroneous_call(const char *name)
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
 		return MPI_Allreduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	}
+	if (!strcmp(name, "allreduce_cross") || !strcmp(name, "allreduce_chunks")) {
+		int n = !strcmp(name, "allreduce_cross") ? (odd ? 8 : 8000) : (odd ? 10000 : 20000);
+		int *in = mt_malloc(sizeof(int) * (size_t)n), *out = mt_malloc(sizeof(int) * (size_t)n);
+		int rc;
+
+		for (int i = 0; i < n; i++)
+			in[i] = i;
+		rc = MPI_Allreduce(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		free(in);
+		free(out);
+		return rc;
+	}
+	if (!strncmp(name, "allgather_", 10)) {
+		bool cross = !strcmp(name, "allgather_cross"), chunks = !strcmp(name, "allgather_chunks");
+		int n = chunks ? (odd ? 10000 : 20000) : cross ? (odd ? 4 : 8000) :
+			!strcmp(name, "allgather_zero") ? (odd ? 0 : 8) : (odd ? 4 : 8);
+		int *in = mt_malloc(sizeof(int) * (size_t)n + 1);
+		int *out = mt_malloc(sizeof(int) * (size_t)n * (size_t)mt_size + 1);
+		int rc;
+
+		for (int i = 0; i < n; i++)
+			in[i] = i;
+		rc = MPI_Allgather(in, n, MPI_INT, out, n, MPI_INT, MPI_COMM_WORLD);
+		free(in);
+		free(out);
+		return rc;
+	}
+	if (!strcmp(name, "allreduce_op")) {
+		for (int i = 0; i < 16; i++)
+			sbuf[i] = i;
+		return MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, odd ? MPI_MAX : MPI_SUM,
+				     MPI_COMM_WORLD);
 	}
 	if (!strcmp(name, "reduce_count")) {
 		for (int i = 0; i < 16; i++)
