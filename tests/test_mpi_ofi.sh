@@ -22,6 +22,12 @@ for n in 2 3; do
 	# idle check fails on a rank that cannot sleep there.
 	mt_run "p2p over ofi (net)" "$n" VIADUCT_OFI_PROVIDER=net -- p2p
 	mt_run "window over ofi (net)" "$n" VIADUCT_OFI_PROVIDER=net -- window
+	# Above the pipelined sizes get goes up to VIADUCT_MPI_NET_GET_MAX
+	# (1 MiB), rendezvous above; with 0, rendezvous from there on.
+	mt_run "p2p over ofi (net), no get" "$n" VIADUCT_OFI_PROVIDER=net \
+		VIADUCT_MPI_NET_GET_MAX=0 -- p2p
+	mt_run "window over ofi (net), no get" "$n" VIADUCT_OFI_PROVIDER=net \
+		VIADUCT_MPI_NET_GET_MAX=0 -- window
 	# Pipelined across hosts: p2p_pipe's own cases (every message up to
 	# its 128 KiB in parts), and p2p with every message above 1 KiB.
 	mt_run "p2p_pipe over ofi" "$n" VIADUCT_MPI_NET_PIPELINE_MAX=131072 -- p2p_pipe

@@ -306,7 +306,8 @@ bool vd_wire_busy(void);
  * job (as a blocking wait's would) rather than spin here for ever. */
 void vd_wire_flush(void);
 /* A transfer across hosts is under way: an RDMA write of ours not yet
- * complete, or one we cleared (CTS) not yet arrived. */
+ * complete, one we cleared (CTS) not yet arrived, or a get of our buffer
+ * (RTS_GET) not yet answered DONE. */
 bool vd_wire_moving(void);
 /* The largest message sent eagerly to peer (its transport's limit). */
 size_t vd_eager_max(int peer);

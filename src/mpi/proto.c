@@ -59,6 +59,7 @@ static size_t split_min = 256 * 1024;   /* measured: docs/bench-mpi.md */
 static size_t pipe_max = 128 * 1024;    /* measured: docs/bench-mpi.md */
 static size_t net_pipe_max = 48 * 1024; /* likewise */
 static size_t net_turn_max = 64 * 1024; /* likewise */
+static size_t net_get_max = 1 << 20;    /* likewise */
 /* Inside a host, the largest message the ring carries (eager or
  * pipelined) before get takes over: measured at MPI_Init (tune.c). */
 static size_t shm_ring_max = SIZE_MAX;
@@ -96,7 +97,7 @@ static enum proto choose_forced(int peer, size_t len)
 static void read_env(void)
 {
 	uint64_t p = 0, l = 0, sm = split_min, pm = pipe_max, npm = net_pipe_max;
-	uint64_t ntm = net_turn_max;
+	uint64_t ntm = net_turn_max, ngm = net_get_max;
 
 	(void)viaduct_param_uint("VIADUCT_MPI_PROTOCOL", 0, &p);
 	(void)viaduct_param_uint("VIADUCT_MPI_LARGE", 0, &l);
@@ -108,6 +109,8 @@ static void read_env(void)
 	net_pipe_max = (size_t)npm;
 	(void)viaduct_param_uint("VIADUCT_MPI_NET_PIPELINE_TURN_MAX", net_turn_max, &ntm);
 	net_turn_max = (size_t)ntm;
+	(void)viaduct_param_uint("VIADUCT_MPI_NET_GET_MAX", net_get_max, &ngm);
+	net_get_max = (size_t)ngm;              /* 0: never get across hosts */
 	forcing = p != 0;
 	forced = p == 1 ? P_EAGER : p == 2 ? P_GET : P_RNDV;
 	if (l >= 1)
@@ -135,6 +138,15 @@ static void read_env(void)
  * began) is pipelined up to net_turn_max: at 64 KiB the half round trip
  * took 31-33 against 42-51 us; in a stream of sends rendezvous still
  * moves more (64 KiB windowed 2.6-2.7 against 1.5-2.3 GB/s pipelined).
+ * Above that, across hosts, get up to net_get_max: its RTS carries the
+ * sender's buffer and the receiver's provider asks the sender's for it,
+ * two hops before the data where rendezvous's RTS, CTS, the write's
+ * request and the read it makes take four; the sender polls while its
+ * get is out (vd_wire_moving), so its provider serves it at once.  Half
+ * round trips at 256 KiB-1 MiB 73-85 -> 64-73 us and 290-326 -> 229-305
+ * us, windowed and both ways 128 KiB-2 MiB mostly 5-20% more.  At 4 MiB
+ * get took 1.5-2x rendezvous's time, so rendezvous stays above; get is
+ * never split across hosts (splitting lost at 256 KiB).
  * VIADUCT_MPI_LARGE, when given, is obeyed for every peer. */
 static enum proto choose(int peer, size_t len, bool sync)
 {
@@ -155,7 +167,9 @@ static enum proto choose(int peer, size_t len, bool sync)
 	    (via == VD_T_SHM ? len <= pipe_max && len <= shm_ring_max && !vd_recv_posted_any() :
 	     len <= net_pipe_max || (len <= net_turn_max && vd_wire_answered(peer))))
 		return P_PIPE;
-	return !large_given && via == VD_T_OFI ? P_RNDV : large;
+	if (large_given || via != VD_T_OFI)
+		return large;
+	return len <= net_get_max ? P_GET : P_RNDV;
 }
 
 static struct vd_msg msg_for(const struct vd_req *r, enum vd_msg_type type)
@@ -231,7 +245,7 @@ static bool split_wanted(const struct vd_req *r)
 	if (force_now)
 		return force_now == VD_FORCE_SPLIT;
 	return !forcing && split_min && r->bytes >= split_min && r->bytes <= UINT32_MAX &&
-	       !vd_recv_posted_any();
+	       (large_given || vd_place_via(r->peer) == VD_T_SHM) && !vd_recv_posted_any();
 }
 
 static int send_rts(struct vd_req *r, enum proto p)

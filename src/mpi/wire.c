@@ -101,6 +101,9 @@ static struct {
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
+	/* Gets of ours across hosts not yet answered DONE: the peer reads
+	 * through our provider, which serves it only while we poll. */
+	unsigned gets_out;
 	unsigned cq_skipped;
 	unsigned idle_ms;               /* idle_wait's bound */
 	bool lazy;                      /* VIADUCT_MPI_CONNECT=lazy */
@@ -716,6 +719,8 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 		return -EMSGSIZE;
 	if (begins_message(m->type))
 		p->answered = false;
+	if (m->type == VD_MSG_RTS_GET && p->t == &W.t[VD_T_OFI])
+		W.gets_out++;
 	if (send_now(p, peer, m, hlen, payload, len))
 		return 0;
 	err = queue_msg(p, m, hlen, payload, len, by_ref, done);
@@ -828,6 +833,8 @@ static void msg_arrived(int peer, const uint8_t *msg, size_t len)
 		return;
 	if (begins_message(m.type))
 		W.peers[peer].answered = true;  /* the conversation has turned */
+	if (m.type == VD_MSG_DONE && W.peers[peer].t == &W.t[VD_T_OFI] && W.gets_out)
+		W.gets_out--;
 	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
 }
 
@@ -954,7 +961,7 @@ int vd_progress(bool block)
 
 bool vd_wire_moving(void)
 {
-	if (W.imm_expected)
+	if (W.imm_expected || W.gets_out)
 		return true;
 	for (int i = 0; i < W.nlive; i++) {
 		struct peer *p = &W.peers[W.live[i]];

@@ -83,6 +83,9 @@ static const struct param params[] = {
 	{ "VIADUCT_MPI_NET_PIPELINE_TURN_MAX", PT_SIZE, "65536", 0, 16ull << 20, NULL,
 	  "the pipelined limit for a rank on another host when the message answers one of that rank's "
 	  "(nothing sent to it since its last message began; 0: never)" },
+	{ "VIADUCT_MPI_NET_GET_MAX", PT_SIZE, "1048576", 0, 1ull << 40, NULL,
+	  "to a rank on another host, larger messages up to this size go by get (the receiver reads), "
+	  "above by rendezvous (the sender writes; 0: always rendezvous)" },
 	{ "VIADUCT_MPI_TUNE", PT_BOOL, "1", 0, 0, NULL,
 	  "0: keep the built-in switch points inside a host (ring to get, get to split) instead of measuring them at MPI_Init" },
 	{ "VIADUCT_MPI_SPLIT_MIN", PT_SIZE, "262144", 0, 1ull << 40, NULL,
