@@ -36,37 +36,30 @@ done
 for c in bcast_long bcast_short bcast_split; do
 	mt_run "mismatch $c, not crowded" 2 VIADUCT_MPI_COLL_CROWDED=no -- coll_mismatch "$c" strict
 done
+# cases MODE RANKS CASES LABEL [VAR=VALUE...]: each case at each rank count.
+cases() {
+	local mode=$1 ranks=$2 list=$3 label=$4 c n
+	shift 4
+	for c in $list; do
+		for n in $ranks; do
+			mt_run "mismatch $c$label" "$n" "$@" -- coll_mismatch "$c" "$mode"
+		done
+	done
+}
 # Bcast through the segment (below the direct reads' size, or every
 # size with VIADUCT_MPI_COLL_DIRECT_MIN=0: several chunks), and across
 # the two paths: every rank whose size differs from the root's fails and
 # the phases stay aligned; the root does not wait for the others, so it
 # may not know.
-for c in bcast_seg_long bcast_seg_short bcast_seg_direct bcast_direct_seg; do
-	for n in 2 3 4; do
-		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" receivers
-	done
-done
-for c in bcast_long bcast_short; do
-	for n in 2 4; do
-		mt_run "mismatch $c, through the segment" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=0 \
-			-- coll_mismatch "$c" receivers
-	done
-done
+cases receivers "2 3 4" "bcast_seg_long bcast_seg_short bcast_seg_direct bcast_direct_seg" ""
+cases receivers "2 4" "bcast_long bcast_short" ", through the segment" VIADUCT_MPI_COLL_DIRECT_MIN=0
 # Allreduce and Allgather sign their first phase with the size (and the
 # op): every rank fails there and the phases stay aligned, also against
 # a rank that reads directly, and over several chunks of the segment.
-for c in allreduce_count allreduce_cross allreduce_op allgather_count allgather_cross \
-	allgather_zero; do
-	for n in 2 3 4; do
-		mt_run "mismatch $c" "$n" -- coll_mismatch "$c" strict
-	done
-done
-for c in allreduce_chunks allgather_chunks; do
-	for n in 2 4; do
-		mt_run "mismatch $c, through the segment" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=0 \
-			-- coll_mismatch "$c" strict
-	done
-done
+cases strict "2 3 4" "allreduce_count allreduce_cross allreduce_op allgather_count
+	allgather_cross allgather_zero" ""
+cases strict "2 4" "allreduce_chunks allgather_chunks" ", through the segment" \
+	VIADUCT_MPI_COLL_DIRECT_MIN=0
 # Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do

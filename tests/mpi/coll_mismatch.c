@@ -125,6 +125,17 @@ static int bcast_ints(int n)
 	return rc;
 }
 
+/* The Bcast cases: ints at the root (rank 0) and at the others. */
+static const struct {
+	const char *name;
+	int root, others;
+} bcasts[] = {
+	{ "bcast_split", 100000, 80000 },  { "bcast_long", 80000, 20000 },
+	{ "bcast_short", 20000, 80000 },   { "bcast_seg_long", 100, 50 },
+	{ "bcast_seg_short", 50, 100 },    { "bcast_seg_direct", 100, 8000 },
+	{ "bcast_direct_seg", 8000, 100 },
+};
+
 static int erroneous_call(const char *name)
 {
 	bool odd = mt_rank == 0;
@@ -174,20 +185,9 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
 	}
-	if (!strcmp(name, "bcast_split"))
-		return bcast_ints(odd ? 100000 : 80000);
-	if (!strcmp(name, "bcast_seg_long"))
-		return bcast_ints(odd ? 100 : 50);
-	if (!strcmp(name, "bcast_seg_short"))
-		return bcast_ints(odd ? 50 : 100);
-	if (!strcmp(name, "bcast_seg_direct"))
-		return bcast_ints(odd ? 100 : 8000);
-	if (!strcmp(name, "bcast_direct_seg"))
-		return bcast_ints(odd ? 8000 : 100);
-	if (!strcmp(name, "bcast_long"))
-		return bcast_ints(odd ? 80000 : 20000);
-	if (!strcmp(name, "bcast_short"))
-		return bcast_ints(odd ? 20000 : 80000);
+	for (size_t i = 0; i < sizeof(bcasts) / sizeof(bcasts[0]); i++)
+		if (!strcmp(name, bcasts[i].name))
+			return bcast_ints(odd ? bcasts[i].root : bcasts[i].others);
 	if (!strcmp(name, "alltoall_large"))
 		return odd ? alltoall_ints(BIG / 2, BIG / 2) : alltoall_ints(BIG, BIG);
 	if (!strcmp(name, "alltoall_zero"))
