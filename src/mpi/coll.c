@@ -505,8 +505,8 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
  * fail there, and the segment's phases stay aligned. */
 static uint32_t allreduce_sig(int count, const struct vd_dtype *t, MPI_Op op)
 {
-	return vd_shm_sig(SHM_SIG_ALLREDUCE, (uint64_t)count * (uint64_t)t->size << 8 ^
-					     (uint32_t)op);
+	return vd_shm_sig(SHM_SIG_ALLREDUCE,
+			  ((uint64_t)count * (uint64_t)t->size << 8) ^ (uint32_t)op);
 }
 
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,

@@ -14,9 +14,10 @@
  * q - SHM_NBUF + 2 (vd_shm_claim).
  *
  * A collective whose members must agree on its shape (Alltoall's block
- * size, Reduce_scatter's counts) begins with each member signing its
- * first phase with a hash of that shape; waiting for everyone at that
- * phase each compares all signatures with its own.  Members that
+ * size, Reduce_scatter's counts, Allreduce's and Allgather's sizes)
+ * begins with each member signing its first phase with a hash of that
+ * shape; waiting for everyone at that phase each compares all
+ * signatures with its own.  Members that
  * disagree then all see a difference at the same phase and stop there,
  * so an erroneous call fails everywhere and leaves the phases aligned
  * for the next collective.  A member that cannot take part (a local

@@ -48,8 +48,9 @@ int vd_shm_barrier(struct vd_shm *s)
 
 /* ---- Bcast --------------------------------------------------------------------- */
 
-/* The root signs every phase with its total, hashed, and writes the
- * total in front of its first chunk.  A member whose signature matches
+/* The root signs its first phase with its total, hashed, and writes the
+ * total in front of its first chunk (later phases need no signature:
+ * nobody checks them).  A member whose signature matches
  * (the same size, bar a hash collision) copies without reading the
  * total: the line stays in the root's cache.  One whose size differs
  * (an erroneous call) reads it and follows every phase the root
@@ -94,10 +95,11 @@ static int bcast_seg_root(struct vd_shm *s, const char *data, size_t bytes)
 
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
-		if (head)
+		if (head) {
 			memcpy(area, &total, sizeof(total));
+			vd_shm_sign(s, p, sig);
+		}
 		memcpy(area + head, data + off, len);
-		vd_shm_sign(s, p, sig);
 		vd_shm_publish(s, p);
 		off += len;
 	}
@@ -129,9 +131,10 @@ static int bcast_seg_member(struct vd_shm *s, char *data, size_t bytes, int root
 		char *area = vd_shm_area(s, p);
 		size_t head = 0, len;
 
-		vd_shm_sign(s, p, sig);         /* a root on the direct path checks it */
-		if (first)
+		if (first) {
+			vd_shm_sign(s, p, sig); /* a root on the direct path checks it */
 			vd_shm_sig_watch(s, p, sig);
+		}
 		err = vd_shm_wait(s, root, p);
 		if (first && vd_shm_sig_unwatch(s) && !err) {
 			err = bcast_seg_root_total(s, p, root, area, &total);

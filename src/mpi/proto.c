@@ -119,7 +119,7 @@ static void read_env(void)
 }
 
 /* Above the eager size: get inside a host (one copy, two cores when
- * split), rendezvous to another host -- but pipelined up to pipe_max
+ * split), get or rendezvous to another host (below) -- but pipelined up to pipe_max
  * inside a host and net_pipe_max across: between two namespace hosts,
  * a 32 KiB message in two parts took 29 us against rendezvous's 45 (six
  * hops), at the same windowed bandwidth; from 64 KiB rendezvous moves
@@ -142,7 +142,8 @@ static void read_env(void)
  * sender's buffer and the receiver's provider asks the sender's for it,
  * two hops before the data where rendezvous's RTS, CTS, the write's
  * request and the read it makes take four; the sender polls while its
- * get is out (vd_wire_moving), so its provider serves it at once.  Half
+ * get is out (vd_wire_moving), so its provider serves it at once when
+ * the sender waits in MPI.  Half
  * round trips at 256 KiB-1 MiB 73-85 -> 64-73 us and 290-326 -> 229-305
  * us, windowed and both ways 128 KiB-2 MiB mostly 5-20% more.  At 4 MiB
  * get took 1.5-2x rendezvous's time, so rendezvous stays above; get is

@@ -102,7 +102,8 @@ static struct {
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
 	/* Gets of ours across hosts not yet answered DONE: the peer reads
-	 * through our provider, which serves it only while we poll. */
+	 * through our provider, which serves it at once while we poll (else
+	 * the ofi service thread does, after 2 ms without a poll). */
 	unsigned gets_out;
 	unsigned cq_skipped;
 	unsigned idle_ms;               /* idle_wait's bound */
@@ -719,12 +720,14 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 		return -EMSGSIZE;
 	if (begins_message(m->type))
 		p->answered = false;
-	if (m->type == VD_MSG_RTS_GET && p->t == &W.t[VD_T_OFI])
-		W.gets_out++;
-	if (send_now(p, peer, m, hlen, payload, len))
-		return 0;
-	err = queue_msg(p, m, hlen, payload, len, by_ref, done);
-	return err ? err : 1;
+	if (send_now(p, peer, m, hlen, payload, len)) {
+		err = 0;
+	} else if ((err = queue_msg(p, m, hlen, payload, len, by_ref, done)) == 0) {
+		err = 1;
+	}
+	if (err >= 0 && m->type == VD_MSG_RTS_GET && p->t == &W.t[VD_T_OFI])
+		W.gets_out++;   /* only an RTS that went out or waits to */
+	return err;
 }
 
 int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len)
