@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # tests/mpi/coll_mismatch.c under vdrun on 2, 3 and 4 ranks: erroneous
-# Alltoall and Reduce_scatter(_block) calls whose ranks disagree on sizes
-# or counts, under MPI_ERRORS_RETURN.  On a node's communicator (the
+# collective calls whose ranks disagree on sizes or counts (or that one
+# rank cannot carry out), under MPI_ERRORS_RETURN.  On a node's communicator (the
 # shared segment) every rank must get an error, and the correct
 # collectives after it on the same communicator must all work; without
 # the segment (point to point, Alltoall only: its pairwise exchange goes
@@ -60,7 +60,22 @@ cases strict "2 3 4" "allreduce_count allreduce_cross allreduce_op allgather_cou
 	allgather_cross allgather_zero" ""
 cases strict "2 4" "allreduce_chunks allgather_chunks" ", through the segment" \
 	VIADUCT_MPI_COLL_DIRECT_MIN=0
-# Reductions of different lengths: each member compares the others'
+# Bcast whose root takes several chunks of the segment while the others
+# read directly (alone, or at 2 ranks copied by both): they follow the
+# root's phases.  Zero counts take a phase too.
+cases receivers "2 3 4" "bcast_chunks_direct bcast_chunks_split" ", root in chunks" \
+	VIADUCT_MPI_COLL_DIRECT_MIN=100000 VIADUCT_MPI_COLL_CROWDED=no
+cases receivers "2 3" "bcast_zero_root bcast_zero_others" ""
+cases strict "2 3" "allreduce_zero allgather_sides" ""
+# A rank whose staging copy cannot be allocated takes its turn refused:
+# it gets MPI_ERR_NO_MEM, the others an error (but a Bcast's root, which
+# does not wait), and the phases stay aligned.  The sanitizers'
+# allocators must return NULL rather than abort.
+nomem_env=("ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+	"TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}allocator_may_return_null=1")
+cases strict "2 3" "bcast_nomem_root allgather_nomem" "" "${nomem_env[@]}"
+cases receivers "2 3" "bcast_nomem_member" "" "${nomem_env[@]}"
+# Reductions of different lengths: each member compares the others''
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do
 	for n in 2 3; do

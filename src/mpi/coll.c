@@ -204,9 +204,14 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 		return vd_mpi_raise(comm, err, fn);
 	if (root < 0 || root >= c->size)
 		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
-	if (c->size == 1 || count == 0)
+	if (c->size == 1)
 		return MPI_SUCCESS;
+	/* A zero count still takes its turn (one phase of a node's segment,
+	 * or empty messages), so that a member that passed more finds out;
+	 * only across nodes nothing moves. */
 	struct vd_hier *h = vd_coll_hier(c);
+	if (h && count == 0)
+		return MPI_SUCCESS;
 	return vd_mpi_raise(comm, h ? vd_hier_bcast(h, buffer, count, datatype, root, c)
 				    : vd_coll_bcast(buffer, count, datatype, root, c), fn);
 }
@@ -237,6 +242,7 @@ int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcou
 struct reduction {
 	const char *fn;
 	bool rooted;                    /* Reduce: root significant */
+	bool zero_meets;                /* a zero count still meets the others */
 	int (*run)(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
 		   struct vd_comm *c);
 };
@@ -259,7 +265,7 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 	else
 		err = vd_coll_check_reduce(sendbuf, recvbuf, count,
 				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
-	if (err || count == 0)
+	if (err || (count == 0 && !r->zero_meets))
 		return vd_mpi_raise(comm, err, r->fn);
 	return vd_mpi_raise(comm, r->run(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
 					 count, dt, op, root, c), r->fn);
@@ -339,7 +345,7 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Reduce", true, reduce };
+	static const struct reduction r = { "MPI_Reduce", true, false, reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
@@ -513,11 +519,13 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 		      struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
-	struct vd_shm *s = count > 0 ? vd_shm_of(c) : NULL;
+	struct vd_shm *s = vd_shm_of(c);
 
+	/* A zero count takes one phase: a member that passed more finds out. */
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, -1,
-						  allreduce_sig(count, t, op)));
+		return vd_coll_code(count ? vd_shm_reduce(s, in, out, count, dt, op, -1,
+							  allreduce_sig(count, t, op))
+					  : vd_shm_signed_phase(s, allreduce_sig(0, t, op)));
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)
@@ -534,6 +542,8 @@ static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_
 	struct vd_hier *h = vd_op_commutative(op) ? vd_coll_hier(c) : NULL;
 
 	(void)root;
+	if (h && count == 0)
+		return MPI_SUCCESS;
 	return h ? vd_hier_allreduce(h, in, out, count, dt, op)
 		 : vd_coll_allreduce(in, out, count, dt, op, c);
 }
@@ -543,7 +553,7 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 		  MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Allreduce", false, allreduce };
+	static const struct reduction r = { "MPI_Allreduce", false, true, allreduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -756,7 +766,7 @@ int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	     MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Scan", false, scan };
+	static const struct reduction r = { "MPI_Scan", false, false, scan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -766,7 +776,7 @@ int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Exscan", false, exscan };
+	static const struct reduction r = { "MPI_Exscan", false, false, exscan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }

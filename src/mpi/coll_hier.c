@@ -210,23 +210,19 @@ out:
 }
 
 /* Commutative op: reduce to each leader, allreduce among the leaders,
- * then each leader broadcasts on its node. */
+ * then each leader broadcasts on its node.  The leader's node result
+ * goes straight into its output buffer and is reduced there in place
+ * (no scratch: nothing to allocate, so nothing to fail before the
+ * node's first phase). */
 int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
 		      MPI_Datatype dt, MPI_Op op)
 {
-	struct vd_dtype *t = vd_dtype_get(dt);
-	void *m = NULL;
-	char *part = NULL;
-	int err;
+	int err = vd_coll_reduce(in, out, count, dt, op, 0, &h->node);
 
-	if (is_leader(h) && !(part = vd_dtype_scratch(t, count, &m)))
-		return MPI_ERR_NO_MEM;
-	err = vd_coll_reduce(in, part, count, dt, op, 0, &h->node);
 	if (!err && is_leader(h))
-		err = vd_coll_allreduce(part, out, count, dt, op, &h->leaders);
+		err = vd_coll_allreduce(out, out, count, dt, op, &h->leaders);
 	if (!err)
 		err = vd_coll_bcast(out, count, dt, 0, &h->node);
-	free(m);
 	return err;
 }
 

@@ -342,11 +342,15 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 	int me = c->rank, err;
 
 	(void)root;
-	if (S->buf != MPI_IN_PLACE &&
-	    (err = vd_coll_local_copy(S->buf, S->count, S->t, side_at(R, me), side_count(R, me),
-				      R->t)))
+	err = S->buf == MPI_IN_PLACE ? 0 : vd_coll_local_copy(S->buf, S->count, S->t,
+							      side_at(R, me), side_count(R, me),
+							      R->t);
+	s = R->vec ? NULL : vd_shm_of(c);
+	if (err && s)           /* the others fail at the same phase */
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+	if (err)
 		return err;
-	if (!R->vec && (s = vd_shm_of(c)))
+	if (s)
 		return vd_coll_code(vd_shm_allgather(s, (void *)R->buf, R->count, R->t,
 						     own_bytes(S, R)));
 	if (!R->vec && (h = vd_coll_hier(c)) && (err = vd_hier_allgather(h, R, c)) != -ENOTSUP)

@@ -565,6 +565,17 @@ static void found_overwritten(struct vd_shm *s, int i, uint32_t v)
 			s->n, v, s->phase, s->seen[i]);
 }
 
+void vd_shm_found_bad(struct vd_shm *s, int i, const char *what, uint64_t v)
+{
+	if (s->corrupt)
+		return;
+	s->corrupt = true;
+	fprintf(stderr, "viaduct MPI: rank %d: the shared segment of a node-local collective "
+		"was overwritten, or its members are not in the same collective: member %d "
+		"(of %d) left %llu %s at phase %u\n", vd_mpi.rank, i, s->n,
+		(unsigned long long)v, what, s->phase);
+}
+
 /* Acquire: pairs with the release store in vd_shm_publish, so the data
  * written before that phase is visible to whoever sees it.  An
  * impossible value counts as reached: it ends the wait, which then

@@ -118,6 +118,9 @@ int vd_shm_push(const struct vd_shm *s, int i, uint64_t at, const void *buf, siz
  * still waits for the live members (at most a couple of seconds), so
  * that none of them touches memory this member handed back. */
 int vd_shm_wait_release(struct vd_shm *s, uint32_t p);
+/* Say (once) that member i left `what` = v in the segment, a value no
+ * member can have written: every later wait fails (-EIO). */
+void vd_shm_found_bad(struct vd_shm *s, int i, const char *what, uint64_t v);
 /* The area of phase p. */
 char *vd_shm_area(const struct vd_shm *s, uint32_t p);
 /* The area of phase p, once nobody reads its previous use any more. */
@@ -164,6 +167,13 @@ static inline uint32_t vd_shm_sig(uint32_t h, uint64_t v)
 
 int vd_shm_barrier(struct vd_shm *s);
 int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root);
+/* A Bcast member that published phase p, the first, and found the
+ * root's signature not its own: a root on the direct path or one that
+ * refused stops at p, and so does this member; one on the segment path
+ * (another size) publishes as many phases as its size takes, which
+ * this member follows without copying.  -EMSGSIZE, or -EIO (a wait
+ * failed, or the root's size in the segment is impossible: reported). */
+int vd_shm_bcast_stray(struct vd_shm *s, int root, uint32_t p);
 /* Whether vd_shm_reduce takes this reduction (the same answer on every
  * member: it depends on the op and type only). */
 bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);

@@ -132,12 +132,14 @@ static int expose_signed(struct vd_shm *s, uint32_t p, char **area, const void *
  * member has read it and published the same phase.  The phase is signed
  * with the path, so that a member on bcast_split's (another size) stops
  * at it as well, and a member that could not read it (its size differs)
- * signs it refused, so that the root fails too. */
+ * signs it refused, so that the root fails too; one that finds the root
+ * on the segment's path follows the root's phases (vd_shm_bcast_stray). */
 static int bcast_one(struct vd_shm *s, void *data, size_t bytes, int root)
 {
 	uint32_t p = vd_shm_next(s);
 	uint64_t at;
 	char *area;
+	bool stray;
 	int err;
 
 	if (s->me == root) {
@@ -150,14 +152,13 @@ static int bcast_one(struct vd_shm *s, void *data, size_t bytes, int root)
 	vd_shm_sign(s, p, SHM_SIG_BCAST_ONE);   /* before the wait, which checks ours too */
 	vd_shm_sig_watch(s, p, SHM_SIG_BCAST_ONE);
 	err = vd_shm_wait(s, root, p);
-	if (vd_shm_sig_unwatch(s) && !err)
-		err = -EMSGSIZE;
-	if (!err && !(err = exposed(s, area, root, bytes, &at)))
+	stray = vd_shm_sig_unwatch(s) && !err;
+	if (!err && !stray && !(err = exposed(s, area, root, bytes, &at)))
 		err = vd_shm_pull(s, root, data, at, bytes);
-	if (err)
+	if (err || stray)
 		vd_shm_sign(s, p, SHM_SIG_REFUSED);     /* the root fails too */
 	vd_shm_publish(s, p);           /* done with it, even after an error */
-	return err;
+	return stray ? vd_shm_bcast_stray(s, root, p) : err;
 }
 
 /* Two members with a CPU each and a large message: the root writes the
@@ -165,8 +166,8 @@ static int bcast_one(struct vd_shm *s, void *data, size_t bytes, int root)
  * half, both cores copying at once (as the point-to-point split does),
  * where one read of the whole left the root's core idle.  Both expose
  * their buffer at the first phase, signed with the path: a member that
- * finds the other on bcast_one's (another size) stops there, as that
- * one does. */
+ * finds the other on another path (another size) stops there, as that
+ * one does, or follows a root on the segment's (vd_shm_bcast_stray). */
 static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
 {
 	uint32_t p = vd_shm_next(s);
@@ -180,7 +181,7 @@ static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
 		return err;
 	err = vd_shm_wait(s, other, p);
 	if (vd_shm_sig_unwatch(s))
-		return -EMSGSIZE;
+		return s->me == root || err ? -EMSGSIZE : vd_shm_bcast_stray(s, root, p);
 	if (!err)
 		err = exposed(s, area, other, bytes, &at);
 	if (!err)

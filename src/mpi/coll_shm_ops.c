@@ -6,9 +6,10 @@
  *
  *  - Barrier: one phase; every member publishes it and waits for all.
  *  - Bcast: the root copies chunks into successive areas, each published
- *    as a phase signed with its size; the others copy each chunk out as
- *    soon as it is there, so reading overlaps writing, and the root runs
- *    at most SHM_NBUF - 2 chunks ahead of the slowest reader.
+ *    as a phase, the first signed with the size; the others copy each
+ *    chunk out as soon as it is there, so reading overlaps writing, and
+ *    the root runs at most SHM_NBUF - 2 chunks ahead of the slowest
+ *    reader.
  *  - Reduce / Allreduce (predefined ops, contiguous types): per chunk of
  *    a slot's size every member copies its contribution into its slot,
  *    then each member reduces its own slice of the chunk across all slots,
@@ -49,107 +50,159 @@ int vd_shm_barrier(struct vd_shm *s)
 /* ---- Bcast --------------------------------------------------------------------- */
 
 /* The root signs its first phase with its total, hashed, and writes the
- * total in front of its first chunk (later phases need no signature:
- * nobody checks them).  A member whose signature matches
- * (the same size, bar a hash collision) copies without reading the
- * total: the line stays in the root's cache.  One whose size differs
- * (an erroneous call) reads it and follows every phase the root
- * publishes -- the phases stay aligned for the next collective -- and
- * fails with -EMSGSIZE (MPI_ERR_TRUNCATE) instead of taking a prefix or
- * stale bytes for the message; one that finds the root on the direct
- * path (another size) stops at the first phase, as that root does. */
-#define SHM_BCAST_HEAD_SMALL sizeof(uint64_t)
-#define SHM_BCAST_HEAD_LINE 64u
-/* A total beyond this in the root's first chunk is not a size. */
+ * total into that area's first line, at SHM_BCAST_TOTAL_AT (beyond the
+ * bytes where a member on the direct path exposes its buffer); later
+ * phases need no signature: nobody checks them.  A member whose
+ * signature matches (the same size, bar a hash collision) copies
+ * without reading the total.  One whose size differs (an erroneous
+ * call), or that cannot take part, goes astray (vd_shm_bcast_stray):
+ * it follows the root's phases without copying and fails, so the
+ * phases stay aligned for the next collective.  A zero-size Bcast takes
+ * one phase too, so that a member that passed more finds out. */
+#define SHM_BCAST_TOTAL_AT 56u
+/* A total beyond this in the root's first area is not a size. */
 #define SHM_BCAST_TOTAL_MAX (1ull << 40)
 
-/* Where the bytes of the first chunk start: beside the total when they
- * fit in its cache line, else at the next line, aligned as in the
- * user's buffer (a copy between addresses of different alignments ran
- * at two thirds of the speed). */
+/* Where the bytes of the first chunk start: before the total when they
+ * fit there, else at the next line, aligned as in the user's buffer (a
+ * copy between addresses of different alignments ran at two thirds of
+ * the speed). */
 static size_t bcast_head(uint64_t total)
 {
-	return total <= SHM_BCAST_HEAD_LINE - SHM_BCAST_HEAD_SMALL ? SHM_BCAST_HEAD_SMALL
-								  : SHM_BCAST_HEAD_LINE;
+	return total <= SHM_BCAST_TOTAL_AT ? 0 : SHM_LINE;
+}
+
+static uint64_t bcast_chunk(const struct vd_shm *s)
+{
+	return s->area_len < SHM_BCAST_CHUNK ? s->area_len : SHM_BCAST_CHUNK;
 }
 
 /* Bytes of the chunk at off of a total (the first one is shorter by its
  * head). */
 static size_t bcast_len(const struct vd_shm *s, uint64_t total, uint64_t off, size_t head)
 {
-	uint64_t chunk = s->area_len < SHM_BCAST_CHUNK ? s->area_len : SHM_BCAST_CHUNK;
+	uint64_t chunk = bcast_chunk(s) - head;
 
-	return (size_t)(total - off < chunk - head ? total - off : chunk - head);
+	return (size_t)(total - off < chunk ? total - off : chunk);
 }
 
-static int bcast_seg_root(struct vd_shm *s, const char *data, size_t bytes)
+/* Phases of a Bcast of `total` bytes through the segment (at least one). */
+static uint64_t bcast_phases(const struct vd_shm *s, uint64_t total)
 {
-	uint64_t total = bytes;
-	uint32_t sig = vd_shm_sig(SHM_SIG_BCAST_SEG, total);
-	int err = 0;
+	uint64_t chunk = bcast_chunk(s), first = chunk - bcast_head(total);
 
-	for (size_t off = 0, head = bcast_head(total); off < bytes && !err; head = 0) {
+	return total <= first ? 1 : 1 + (total - first + chunk - 1) / chunk;
+}
+
+/* sig: the total's signature, or SHM_SIG_REFUSED (a root that cannot
+ * take part: one phase, total 0). */
+static int bcast_seg_root(struct vd_shm *s, const char *data, uint64_t total, uint32_t sig)
+{
+	size_t head = bcast_head(total);
+	uint64_t off = 0;
+
+	do {
 		size_t len = bcast_len(s, total, off, head);
 		uint32_t p = vd_shm_next(s);
 		char *area;
+		int err = vd_shm_claim(s, p, &area);
 
-		if ((err = vd_shm_claim(s, p, &area)))
-			break;
-		if (head) {
-			memcpy(area, &total, sizeof(total));
+		if (err)
+			return err;
+		if (off == 0) {
+			memcpy(area + SHM_BCAST_TOTAL_AT, &total, sizeof(total));
 			vd_shm_sign(s, p, sig);
 		}
-		memcpy(area + head, data + off, len);
+		if (len)
+			memcpy(area + head, data + off, len);
 		vd_shm_publish(s, p);
 		off += len;
+		head = 0;
+	} while (off < total);
+	return 0;
+}
+
+/* Whether the total in a segment root's first area can be its own: a
+ * size that takes the segment, and the one it signed its phase with. */
+static bool bcast_total_ok(const struct vd_shm *s, int root, uint32_t p, uint64_t total)
+{
+	return total <= SHM_BCAST_TOTAL_MAX && total < s->direct_min &&
+	       vd_shm_signed_with(s, root, p, vd_shm_sig(SHM_SIG_BCAST_SEG, total));
+}
+
+int vd_shm_bcast_stray(struct vd_shm *s, int root, uint32_t p)
+{
+	uint64_t total, phases;
+
+	if (vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_ONE) ||
+	    vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_SPLIT) ||
+	    vd_shm_signed_with(s, root, p, SHM_SIG_REFUSED))
+		return -EMSGSIZE;
+	memcpy(&total, vd_shm_area(s, p) + SHM_BCAST_TOTAL_AT, sizeof(total));
+	if (!bcast_total_ok(s, root, p, total)) {
+		vd_shm_found_bad(s, root, "as its Bcast's size, which it did not sign", total);
+		return -EIO;
+	}
+	for (phases = bcast_phases(s, total); phases > 1; phases--) {
+		uint32_t q = vd_shm_next(s);
+		int err = vd_shm_wait(s, root, q);
+
+		if (err)
+			return err;
+		vd_shm_publish(s, q);
+	}
+	return -EMSGSIZE;
+}
+
+static int bcast_seg_member(struct vd_shm *s, char *data, uint64_t total, int root)
+{
+	uint32_t sig = vd_shm_sig(SHM_SIG_BCAST_SEG, total), p = vd_shm_next(s);
+	size_t head = bcast_head(total);
+	uint64_t off = 0;
+	int err;
+
+	vd_shm_sign(s, p, sig);         /* a root on the direct path checks it */
+	vd_shm_sig_watch(s, p, sig);
+	err = vd_shm_wait(s, root, p);
+	if (vd_shm_sig_unwatch(s) && !err) {
+		vd_shm_publish(s, p);
+		return vd_shm_bcast_stray(s, root, p);
+	}
+	while (!err) {
+		size_t len = bcast_len(s, total, off, head);
+
+		if (len)
+			memcpy(data + off, vd_shm_area(s, p) + head, len);
+		vd_shm_publish(s, p);
+		off += len;
+		head = 0;
+		if (off >= total)
+			break;
+		p = vd_shm_next(s);
+		err = vd_shm_wait(s, root, p);
 	}
 	return err;
 }
 
-/* At the first phase, when the root's signature is not ours: the root's
- * total (read from its first chunk: untrusted, checked), or -EMSGSIZE
- * when the root is on the direct path. */
-static int bcast_seg_root_total(struct vd_shm *s, uint32_t p, int root, const char *area,
-				uint64_t *total)
+/* A member that cannot take part (why: its local error): the root signs
+ * one phase refused, the others go astray from the first phase on (the
+ * root fails too where it checks them). */
+static int bcast_refuse(struct vd_shm *s, int root, int why)
 {
-	if (vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_ONE) ||
-	    vd_shm_signed_with(s, root, p, SHM_SIG_BCAST_SPLIT))
-		return -EMSGSIZE;
-	memcpy(total, area, sizeof(*total));
-	return *total && *total <= SHM_BCAST_TOTAL_MAX ? 0 : -EIO;
-}
+	uint32_t p;
+	int err;
 
-static int bcast_seg_member(struct vd_shm *s, char *data, size_t bytes, int root)
-{
-	uint64_t total = bytes, off = 0;
-	uint32_t sig = vd_shm_sig(SHM_SIG_BCAST_SEG, total);
-	bool differs = false;
-	int err = 0;
-
-	for (bool first = true; off < total && !err; first = false) {
-		uint32_t p = vd_shm_next(s);
-		char *area = vd_shm_area(s, p);
-		size_t head = 0, len;
-
-		if (first) {
-			vd_shm_sign(s, p, sig); /* a root on the direct path checks it */
-			vd_shm_sig_watch(s, p, sig);
-		}
-		err = vd_shm_wait(s, root, p);
-		if (first && vd_shm_sig_unwatch(s) && !err) {
-			err = bcast_seg_root_total(s, p, root, area, &total);
-			differs = true;
-		}
-		if (first && !err)
-			head = bcast_head(total);
-		len = err ? 0 : bcast_len(s, total, off, head);
-		if (len && off < bytes)
-			memcpy(data + off, area + head, bytes - off < len ? bytes - off : len);
-		if (!err || err == -EMSGSIZE)
-			vd_shm_publish(s, p);
-		off += len;
+	if (s->me == root) {
+		err = bcast_seg_root(s, NULL, 0, SHM_SIG_REFUSED);
+		return err ? err : why;
 	}
-	return err ? err : differs ? -EMSGSIZE : 0;
+	p = vd_shm_next(s);
+	vd_shm_sign(s, p, SHM_SIG_REFUSED);
+	err = vd_shm_wait(s, root, p);
+	vd_shm_publish(s, p);
+	if (!err)
+		err = vd_shm_bcast_stray(s, root, p);
+	return err == -EMSGSIZE ? why : err;
 }
 
 /* Members may describe the same bytes with different types: the segment
@@ -157,21 +210,18 @@ static int bcast_seg_member(struct vd_shm *s, char *data, size_t bytes, int root
 int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root)
 {
 	size_t bytes = (size_t)count * (size_t)t->size;
+	bool staged = !t->contig && bytes > 0;
 	char *data = buf;
 	int err;
 
-	if (bytes == 0)
-		return 0;
-	if (!t->contig) {
-		if (!(data = malloc(bytes)))
-			return -ENOMEM;
-		if (s->me == root)
-			vd_dtype_pack(t, buf, count, data);
-	}
+	if (staged && !(data = malloc(bytes)))
+		return bcast_refuse(s, root, -ENOMEM);
+	if (staged && s->me == root)
+		vd_dtype_pack(t, buf, count, data);
 	err = bytes >= s->direct_min ? vd_shm_direct_bcast(s, data, bytes, root)
-				     : s->me == root ? bcast_seg_root(s, data, bytes)
-				     : bcast_seg_member(s, data, bytes, root);
-	if (!t->contig) {
+	      : s->me == root ? bcast_seg_root(s, data, bytes, vd_shm_sig(SHM_SIG_BCAST_SEG, bytes))
+			      : bcast_seg_member(s, data, bytes, root);
+	if (staged) {
 		if (!err && s->me != root)
 			vd_dtype_unpack(t, data, bytes, buf);
 		free(data);
@@ -408,8 +458,10 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 	if (pb == 0)            /* one phase all the same: a member may pass more */
 		return vd_shm_signed_phase(s, sig);
 	if (!t->contig) {       /* members may use different types: pack */
-		if (!(all = malloc((size_t)s->n * pb)))
+		if (!(all = malloc((size_t)s->n * pb))) {
+			(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);  /* the others fail too */
 			return -ENOMEM;
+		}
 		vd_dtype_pack(t, (char *)buf + (MPI_Aint)s->me * count * t->extent, count,
 			      piece(buf, all, pb, s->me));
 	}
