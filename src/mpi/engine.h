@@ -146,6 +146,8 @@ struct vd_req {
 	enum vd_send_mode mode;
 	bool queued;                    /* waiting for a send slot */
 	int parts;                      /* split transfer: halves still moving */
+	bool get_out;                   /* a get of ours across hosts, counted
+	                                 * by vd_wire_get_out until it ends */
 	struct vd_msg hdr;              /* what to send once a slot frees */
 	struct vd_req *next;            /* posted-receive or send queue */
 	/* persistent (buf, count, t retained, src = peer's comm rank, tag
@@ -309,6 +311,9 @@ void vd_wire_flush(void);
  * complete, one we cleared (CTS) not yet arrived, or a get of our buffer
  * (RTS_GET) not yet answered DONE. */
 bool vd_wire_moving(void);
+/* A get of ours across hosts began (+1: its RTS went out or was queued)
+ * or ended (-1). */
+void vd_wire_get_out(int delta);
 /* The largest message sent eagerly to peer (its transport's limit). */
 size_t vd_eager_max(int peer);
 

@@ -263,7 +263,15 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.mh = p == P_GET ? r->mh : 0;
 	if (p == P_GET && split_wanted(r))
 		m.flags |= VD_MSGF_SPLIT;
-	return vd_wire_send(r->peer, &m, NULL, 0);
+	if ((err = vd_wire_send(r->peer, &m, NULL, 0)) < 0)
+		return err;
+	/* Sent or queued: the sender polls until the get ends, as the peer
+	 * reads through this rank's provider (send_part_done). */
+	if (p == P_GET && vd_place_via(r->peer) == VD_T_OFI) {
+		r->get_out = true;
+		vd_wire_get_out(1);
+	}
+	return err;
 }
 
 /* A message to ourselves: straight into the matching machinery. */
@@ -328,6 +336,10 @@ static void send_part_done(struct vd_req *r, int err)
 {
 	if (!last_part(r, err))
 		return;
+	if (r->get_out) {
+		r->get_out = false;
+		vd_wire_get_out(-1);
+	}
 	release_mh(r);
 	vd_req_complete(r, r->err);
 }

@@ -101,9 +101,10 @@ static struct {
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
-	/* Gets of ours across hosts not yet answered DONE: the peer reads
-	 * through our provider, which serves it at once while we poll (else
-	 * the ofi service thread does, after 2 ms without a poll). */
+	/* Gets of ours across hosts not yet ended (vd_wire_get_out): the
+	 * peer reads through our provider, which serves it at once while we
+	 * poll (else the ofi service thread does, after 2 ms without a
+	 * poll). */
 	unsigned gets_out;
 	unsigned cq_skipped;
 	unsigned idle_ms;               /* idle_wait's bound */
@@ -725,8 +726,6 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 	} else if ((err = queue_msg(p, m, hlen, payload, len, by_ref, done)) == 0) {
 		err = 1;
 	}
-	if (err >= 0 && m->type == VD_MSG_RTS_GET && p->t == &W.t[VD_T_OFI])
-		W.gets_out++;   /* only an RTS that went out or waits to */
 	return err;
 }
 
@@ -836,8 +835,6 @@ static void msg_arrived(int peer, const uint8_t *msg, size_t len)
 		return;
 	if (begins_message(m.type))
 		W.peers[peer].answered = true;  /* the conversation has turned */
-	if (m.type == VD_MSG_DONE && W.peers[peer].t == &W.t[VD_T_OFI] && W.gets_out)
-		W.gets_out--;
 	vd_proto_arrived(peer, &m, msg + hlen, len - hlen);
 }
 
@@ -960,6 +957,11 @@ int vd_progress(bool block)
 	int n = progress_wire(block);
 
 	return n + vd_nbc_progress();
+}
+
+void vd_wire_get_out(int delta)
+{
+	W.gets_out += (unsigned)delta;
 }
 
 bool vd_wire_moving(void)
