@@ -75,6 +75,9 @@ struct vd_shm {
 	uint32_t *seen;                 /* the furthest phase seen of each
 	                                 * member (private: a counter going
 	                                 * back was overwritten) */
+	bool asym_fence;                /* every member's process takes part
+	                                 * in the kernel's global barrier:
+	                                 * sleepers fence for publishers */
 	bool corrupt;                   /* a counter read what no member can
 	                                 * have written: every wait fails */
 	bool sig_wanted;                /* vd_shm_wait_signed is waiting: */
