@@ -75,7 +75,7 @@ nomem_env=("ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_nul
 	"TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}allocator_may_return_null=1")
 cases strict "2 3" "bcast_nomem_root allgather_nomem" "" "${nomem_env[@]}"
 cases receivers "2 3" "bcast_nomem_member" "" "${nomem_env[@]}"
-# Reductions of different lengths: each member compares the others''
+# Reductions of different lengths: each member compares the others'
 # exposed lengths with its own, and every one fails the done phase.
 for c in allreduce_count reduce_count; do
 	for n in 2 3; do

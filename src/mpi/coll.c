@@ -206,9 +206,10 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
 	if (c->size == 1)
 		return MPI_SUCCESS;
-	/* A zero count still takes its turn (one phase of a node's segment,
-	 * or empty messages), so that a member that passed more finds out;
-	 * only across nodes nothing moves. */
+	/* A zero count still takes its turn: in a node's segment one phase,
+	 * so that a member that passed more finds out; without one, empty
+	 * messages down the tree (a member that passed more gets them, as a
+	 * shorter message, without an error); across nodes nothing moves. */
 	struct vd_hier *h = vd_coll_hier(c);
 	if (h && count == 0)
 		return MPI_SUCCESS;

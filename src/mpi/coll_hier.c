@@ -211,9 +211,9 @@ out:
 
 /* Commutative op: reduce to each leader, allreduce among the leaders,
  * then each leader broadcasts on its node.  The leader's node result
- * goes straight into its output buffer and is reduced there in place
- * (no scratch: nothing to allocate, so nothing to fail before the
- * node's first phase). */
+ * goes straight into its output buffer and is reduced there in place:
+ * no scratch of its own to allocate, which could fail before the node's
+ * first phase. */
 int vd_hier_allreduce(struct vd_hier *h, const void *in, void *out, int count,
 		      MPI_Datatype dt, MPI_Op op)
 {

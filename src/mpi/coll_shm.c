@@ -399,8 +399,8 @@ static bool direct_reaches_all(const struct vd_shm *s)
 }
 
 /* Whether this process takes part in the kernel's global expedited
- * memory barrier (registered once per process; Linux 4.16 and later,
- * where no seccomp filter refuses it). */
+ * memory barrier and can issue it (registered once per process; Linux
+ * 4.16 and later, where no seccomp filter refuses either call). */
 static bool membarrier_ready(void)
 {
 	static int ready = -1;          /* under the library's lock */
@@ -411,7 +411,8 @@ static bool membarrier_ready(void)
 		ready = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
 			(cmds & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
 			syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED,
-				0, 0) == 0;
+				0, 0) == 0 &&
+			syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 	}
 	return ready > 0;
 }
@@ -656,9 +657,8 @@ void vd_shm_publish(struct vd_shm *s, uint32_t p)
 	 * that sleeper's check sees p, or this load sees the sleeper
 	 * counted.  With the kernel's barrier (asym_fence) the sleeper pays
 	 * for both sides, and this side only keeps the compiler from moving
-	 * the load above the store: a full fence here waited for the
-	 * counter's line to come back from the member polling it (8-byte
-	 * Bcast at 2 ranks 0.62-0.76 against 0.46-0.56 us). */
+	 * the load above the store: a full fence here waits for the
+	 * counter's line to come back from the member polling it. */
 	if (s->asym_fence)
 		atomic_signal_fence(memory_order_seq_cst);
 	else
@@ -677,10 +677,12 @@ static void sleep_on(struct vd_shm *s, int i, uint32_t p)
 
 	atomic_fetch_add_explicit(sleepers(s, i), 1, memory_order_relaxed);
 	/* Pairs with vd_shm_publish's fence, or (asym_fence) stands in for
-	 * it: the kernel's barrier runs on every CPU that runs a member, so
-	 * a publisher that loaded the sleepers before it also made its
-	 * counter visible before it, and one that loads after sees this
-	 * count.  Should the call fail, the nap bounds a lost wake-up. */
+	 * it: the kernel's barrier runs a full fence on every CPU running a
+	 * registered process (every member's), so a publisher that loaded
+	 * the sleepers before it also made its counter visible before it,
+	 * and one that loads after sees this count.  Should the call fail
+	 * (it worked once, in membarrier_ready), the nap bounds a lost
+	 * wake-up. */
 	if (!s->asym_fence ||
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0)
 		atomic_thread_fence(memory_order_seq_cst);

@@ -213,6 +213,10 @@ int vd_shm_direct_bcast(struct vd_shm *s, void *data, size_t bytes, int root);
  * writing it where the result goes (sig as for vd_shm_reduce). */
 int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t count,
 			 MPI_Datatype dt, MPI_Op op, int root, uint32_t sig);
+/* Bytes at the start of its slot where a member on a direct path says
+ * where its buffers are (coll_shm_direct.c); a Bcast root on the
+ * segment's path keeps its size beyond them (coll_shm_ops.c). */
+#define SHM_EXPOSED_LEN 32
 /* From here a direct Bcast between two members with a CPU each is
  * copied by both (coll_shm_direct.c); a constant, as every member must
  * take the same path. */

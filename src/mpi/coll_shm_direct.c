@@ -45,7 +45,7 @@ struct shm_exposed {
 	uint64_t out;                   /* a reduction's result, 0: none */
 	uint64_t reserved;
 };
-_Static_assert(sizeof(struct shm_exposed) == 32, "the layout in a slot");
+_Static_assert(sizeof(struct shm_exposed) == SHM_EXPOSED_LEN, "the layout in a slot");
 _Static_assert(sizeof(struct shm_exposed) <= SHM_SLOT, "fits a slot");
 
 static char *own_slot(const struct vd_shm *s, char *area, int i)
@@ -181,7 +181,7 @@ static int bcast_split(struct vd_shm *s, void *data, size_t bytes, int root)
 		return err;
 	err = vd_shm_wait(s, other, p);
 	if (vd_shm_sig_unwatch(s))
-		return s->me == root || err ? -EMSGSIZE : vd_shm_bcast_stray(s, root, p);
+		return err ? err : s->me == root ? -EMSGSIZE : vd_shm_bcast_stray(s, root, p);
 	if (!err)
 		err = exposed(s, area, other, bytes, &at);
 	if (!err)

@@ -60,8 +60,13 @@ int vd_shm_barrier(struct vd_shm *s)
  * phases stay aligned for the next collective.  A zero-size Bcast takes
  * one phase too, so that a member that passed more finds out. */
 #define SHM_BCAST_TOTAL_AT 56u
-/* A total beyond this in the root's first area is not a size. */
-#define SHM_BCAST_TOTAL_MAX (1ull << 40)
+_Static_assert(SHM_BCAST_TOTAL_AT >= SHM_EXPOSED_LEN &&
+	       SHM_BCAST_TOTAL_AT + sizeof(uint64_t) <= SHM_LINE,
+	       "the total between an exposed record and the data");
+/* No buffer is larger (47 bits of user address space): a total beyond
+ * this in the root's first area is not a size, and a call beyond it is
+ * refused. */
+#define SHM_BCAST_TOTAL_MAX (1ull << 47)
 
 /* Where the bytes of the first chunk start: before the total when they
  * fit there, else at the next line, aligned as in the user's buffer (a
@@ -209,11 +214,15 @@ static int bcast_refuse(struct vd_shm *s, int root, int why)
  * carries the packed bytes. */
 int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root)
 {
-	size_t bytes = (size_t)count * (size_t)t->size;
-	bool staged = !t->contig && bytes > 0;
+	size_t bytes;
+	bool staged = !t->contig && count > 0;
 	char *data = buf;
 	int err;
 
+	if (__builtin_mul_overflow((size_t)count, (size_t)t->size, &bytes) ||
+	    bytes > SHM_BCAST_TOTAL_MAX)
+		return bcast_refuse(s, root, -EINVAL);  /* no buffer holds that */
+	staged = staged && bytes > 0;
 	if (staged && !(data = malloc(bytes)))
 		return bcast_refuse(s, root, -ENOMEM);
 	if (staged && s->me == root)
@@ -450,15 +459,21 @@ static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb, u
 int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
 		     const void *own)
 {
-	size_t pb = (size_t)count * (size_t)t->size;
-	uint32_t sig = vd_shm_sig(SHM_SIG_ALLGATHER, pb);
+	size_t pb, all_len;
+	uint32_t sig;
 	char *all = NULL;
 	int err = 0;
 
+	if (__builtin_mul_overflow((size_t)count, (size_t)t->size, &pb) ||
+	    __builtin_mul_overflow((size_t)s->n, pb, &all_len)) {
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);  /* no buffer holds that */
+		return -EINVAL;
+	}
+	sig = vd_shm_sig(SHM_SIG_ALLGATHER, pb);
 	if (pb == 0)            /* one phase all the same: a member may pass more */
 		return vd_shm_signed_phase(s, sig);
 	if (!t->contig) {       /* members may use different types: pack */
-		if (!(all = malloc((size_t)s->n * pb))) {
+		if (!(all = malloc(all_len))) {
 			(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);  /* the others fail too */
 			return -ENOMEM;
 		}
