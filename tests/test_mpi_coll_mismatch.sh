@@ -66,7 +66,9 @@ cases strict "2 4" "allreduce_chunks allgather_chunks" ", through the segment" \
 cases receivers "2 3 4" "bcast_chunks_direct bcast_chunks_split" ", root in chunks" \
 	VIADUCT_MPI_COLL_DIRECT_MIN=100000 VIADUCT_MPI_COLL_CROWDED=no
 cases receivers "2 3" "bcast_zero_root bcast_zero_others" ""
-cases strict "2 3" "allreduce_zero allgather_sides" ""
+cases strict "2 3" "allreduce_zero allgather_sides allgather_short" ""
+# An argument error that only one rank sees: it takes its turn refused.
+cases strict "2 3" "bcast_args allgather_args allreduce_args" ""
 # A rank whose staging copy cannot be allocated takes its turn refused:
 # it gets MPI_ERR_NO_MEM, the others an error (but a Bcast's root, which
 # does not wait), and the phases stay aligned.  The sanitizers'
@@ -85,5 +87,11 @@ for c in allreduce_count reduce_count; do
 done
 for c in alltoall_small alltoall_large alltoall_zero alltoall_sides; do
 	mt_run "mismatch $c, point to point" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_mismatch "$c" lenient
+done
+# The segment off at one rank only: all fall back to point to point
+# together (a rank left out had the others wait for it in the segment).
+for r in 0 2; do
+	mt_run "mismatch alltoall_small, segment off at rank $r" 3 MISMATCH_SHM_OFF_RANK=$r \
+		-- coll_mismatch alltoall_small lenient
 done
 mt_done

@@ -188,6 +188,18 @@ int vd_coll_bcast_tree(void *buf, int count, MPI_Datatype dt, int root, struct v
 	return err;
 }
 
+/* A member whose buffer, count or type is wrong still takes its turn in
+ * a node's segment, refused, so that the others fail there too instead
+ * of waiting for it.  Without the segment they wait (as with other
+ * MPIs), unless the error handler ends the job. */
+static void bcast_refused(struct vd_comm *c, int root)
+{
+	struct vd_shm *s;
+
+	if (c->size > 1 && !vd_coll_hier(c) && (s = vd_shm_of(c)))
+		(void)vd_shm_bcast_refused(s, root);
+}
+
 #pragma weak MPI_Bcast = PMPI_Bcast
 int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
@@ -200,10 +212,12 @@ int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if ((err = vd_coll_check_buf(buffer, count, datatype, &t)))
-		return vd_mpi_raise(comm, err, fn);
 	if (root < 0 || root >= c->size)
 		return vd_mpi_raise(comm, MPI_ERR_ROOT, fn);
+	if ((err = vd_coll_check_buf(buffer, count, datatype, &t))) {
+		bcast_refused(c, root);
+		return vd_mpi_raise(comm, err, fn);
+	}
 	if (c->size == 1)
 		return MPI_SUCCESS;
 	/* A zero count still takes its turn: in a node's segment one phase,
@@ -244,6 +258,9 @@ struct reduction {
 	const char *fn;
 	bool rooted;                    /* Reduce: root significant */
 	bool zero_meets;                /* a zero count still meets the others */
+	/* For a member whose own arguments are wrong, or NULL: its turn
+	 * taken refused, where the others would otherwise wait for it. */
+	void (*refuse)(MPI_Datatype dt, MPI_Op op, struct vd_comm *c);
 	int (*run)(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
 		   struct vd_comm *c);
 };
@@ -266,6 +283,8 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 	else
 		err = vd_coll_check_reduce(sendbuf, recvbuf, count,
 				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
+	if (err && r->refuse)
+		r->refuse(dt, op, c);
 	if (err || (count == 0 && !r->zero_meets))
 		return vd_mpi_raise(comm, err, r->fn);
 	return vd_mpi_raise(comm, r->run(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
@@ -346,7 +365,7 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Reduce", true, false, reduce };
+	static const struct reduction r = { "MPI_Reduce", true, false, NULL, reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
@@ -549,12 +568,31 @@ static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_
 		 : vd_coll_allreduce(in, out, count, dt, op, c);
 }
 
+/* An Allreduce through a node's segment begins with a signed phase: a
+ * member whose count or buffer is wrong takes it refused, so that the
+ * others fail there too instead of waiting for it -- when it can tell
+ * they take the segment (a valid predefined op and type; no hosts
+ * between them).  Otherwise they wait (as with other MPIs), unless the
+ * error handler ends the job. */
+static void allreduce_refused(MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_comm(dt);
+	struct vd_shm *s;
+
+	if (c->size < 2 || !t || !vd_op_builtin(op) || vd_op_check(op, dt) ||
+	    !vd_shm_reduce_fits(t, op) || (vd_op_commutative(op) && vd_coll_hier(c)))
+		return;
+	if ((s = vd_shm_of(c)))
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+}
+
 #pragma weak MPI_Allreduce = PMPI_Allreduce
 int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		  MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Allreduce", false, true, allreduce };
+	static const struct reduction r = { "MPI_Allreduce", false, true, allreduce_refused,
+						 allreduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -767,7 +805,7 @@ int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	     MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Scan", false, false, scan };
+	static const struct reduction r = { "MPI_Scan", false, false, NULL, scan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -777,7 +815,7 @@ int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Exscan", false, false, exscan };
+	static const struct reduction r = { "MPI_Exscan", false, false, NULL, exscan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }

@@ -334,6 +334,18 @@ static const void *own_bytes(const struct vd_coll_side *S, const struct vd_coll_
 	return S->buf;
 }
 
+/* An Allgather through a node's segment begins with a signed phase:
+ * one refused there fails the others too, instead of leaving them
+ * waiting.  Without the segment they wait (as with other MPIs), unless
+ * the error handler ends the job. */
+static void allgather_refused(const struct vd_coll_side *R, struct vd_comm *c)
+{
+	struct vd_shm *s;
+
+	if (!R->vec && c->size > 1 && (s = vd_shm_of(c)))
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+}
+
 static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		     struct vd_comm *c)
 {
@@ -346,6 +358,11 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 							      side_at(R, me), side_count(R, me),
 							      R->t);
 	s = R->vec ? NULL : vd_shm_of(c);
+	/* Its own piece shorter than the others expect (a longer one failed
+	 * the copy): only the segment's path can still tell everyone. */
+	if (!err && s && S->buf != MPI_IN_PLACE &&
+	    (size_t)S->count * (size_t)S->t->size != (size_t)R->count * (size_t)R->t->size)
+		err = MPI_ERR_ARG;
 	if (err && s)           /* the others fail at the same phase */
 		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 	if (err)
@@ -514,6 +531,9 @@ struct move_coll {
 		     const struct vd_comm *c);
 	int (*run)(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
 		   struct vd_comm *c);
+	/* For a member whose own arguments are wrong, or NULL: its turn
+	 * taken refused, where the others would otherwise wait for it. */
+	void (*refuse)(const struct vd_coll_side *R, struct vd_comm *c);
 };
 
 static int move_api(const struct move_coll *m, struct vd_coll_side S, struct vd_coll_side R,
@@ -527,6 +547,8 @@ static int move_api(const struct move_coll *m, struct vd_coll_side S, struct vd_
 		return err;
 	if (!(err = m->check(&S, &R, root, c)))
 		err = m->run(&S, &R, root, c);
+	else if (m->refuse)
+		m->refuse(&R, c);
 	return vd_mpi_raise(comm, err, m->fn);
 }
 
@@ -547,7 +569,7 @@ int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 	       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Gather", gather_args, gather_tree };
+	static const struct move_coll m = { "MPI_Gather", gather_args, gather_tree, NULL };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), root, comm);
@@ -559,7 +581,7 @@ int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Gatherv", gather_args, gatherv_linear };
+	static const struct move_coll m = { "MPI_Gatherv", gather_args, gatherv_linear, NULL };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			vector(recvbuf, recvcounts, displs, recvtype), root, comm);
@@ -570,7 +592,7 @@ int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 		int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Scatter", scatter_args, vd_coll_scatter };
+	static const struct move_coll m = { "MPI_Scatter", scatter_args, vd_coll_scatter, NULL };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), root, comm);
@@ -582,7 +604,7 @@ int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[
 		 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Scatterv", scatter_args, vd_coll_scatterv };
+	static const struct move_coll m = { "MPI_Scatterv", scatter_args, vd_coll_scatterv, NULL };
 
 	return move_api(&m, vector(sendbuf, sendcounts, displs, sendtype),
 			uniform(recvbuf, recvcount, recvtype), root, comm);
@@ -593,7 +615,8 @@ int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Allgather", vd_coll_all_args, allgather };
+	static const struct move_coll m = { "MPI_Allgather", vd_coll_all_args, allgather,
+					    allgather_refused };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
@@ -605,7 +628,7 @@ int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		   MPI_Datatype recvtype, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Allgatherv", vd_coll_all_args, allgather };
+	static const struct move_coll m = { "MPI_Allgatherv", vd_coll_all_args, allgather, NULL };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			vector(recvbuf, recvcounts, displs, recvtype), 0, comm);
@@ -616,7 +639,7 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall };
+	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall, NULL };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), 0, comm);
@@ -628,7 +651,7 @@ int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
 		  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Alltoallv", vd_coll_all_args, alltoall };
+	static const struct move_coll m = { "MPI_Alltoallv", vd_coll_all_args, alltoall, NULL };
 
 	return move_api(&m, vector(sendbuf, sendcounts, sdispls, sendtype),
 			vector(recvbuf, recvcounts, rdispls, recvtype), 0, comm);

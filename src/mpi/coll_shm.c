@@ -285,12 +285,15 @@ static int open_offered(const struct shm_offer *o, enum shm_way way, size_t len)
 }
 
 /* The creator makes the segment and offers it; the others open it.  The
- * segment's fd here, or -1. */
-static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer *o)
+ * segment's fd here, or -1.  A member that refuses (the segment is off
+ * here) takes part all the same, offering or opening nothing, so that
+ * everyone falls back together. */
+static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer *o,
+			  bool refuse)
 {
 	int fd = -1;
 
-	if (c->rank == 0) {
+	if (c->rank == 0 && !refuse) {
 		o->slot = choose_slot();
 		fd = way == SHM_MEMFD ? create_memfd(segment_len(c->size, o->slot), o)
 				      : create_named(c, segment_len(c->size, o->slot), o->name);
@@ -303,7 +306,7 @@ static int offer_and_open(struct vd_comm *c, enum shm_way way, struct shm_offer 
 		return -1;
 	}
 	o->name[SHM_NAME_LEN - 1] = '\0';
-	return c->rank == 0 ? fd : open_offered(o, way, segment_len(c->size, o->slot));
+	return c->rank == 0 || refuse ? fd : open_offered(o, way, segment_len(c->size, o->slot));
 }
 
 static struct vd_shm *shm_new(const struct vd_comm *c, char *base, size_t slot)
@@ -454,10 +457,10 @@ static int agree_modes(struct vd_shm *s, struct vd_comm *c)
 	return 0;
 }
 
-static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way)
+static struct vd_shm *shm_attach(struct vd_comm *c, enum shm_way way, bool refuse)
 {
 	struct shm_offer o = { .name = "", .pid = 0, .fd = -1, .slot = 0 };
-	int pids[SHM_MAX_MEMBERS], fd = offer_and_open(c, way, &o), err;
+	int pids[SHM_MAX_MEMBERS], fd = offer_and_open(c, way, &o, refuse), err;
 	size_t len = segment_len(c->size, o.slot);
 	char *base = map_fd(fd, len);
 	struct vd_shm *s = base ? shm_new(c, base, o.slot) : NULL;
@@ -515,10 +518,13 @@ struct vd_shm *vd_shm_of(struct vd_comm *c)
 	if (c->shm_done)
 		return c->shm;
 	c->shm_done = true;
-	if (!c->inter && shm_enabled() && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
-		c->shm = shm_attach(c, SHM_MEMFD);
+	/* Members with the segment off (VIADUCT_MPI_COLL_SHM=0) take part
+	 * refusing: one member's setting must not leave the others waiting
+	 * for it in the segment. */
+	if (!c->inter && c->size >= 2 && c->size <= SHM_MAX_MEMBERS && node_local(c)) {
+		c->shm = shm_attach(c, SHM_MEMFD, !shm_enabled());
 		if (!c->shm)
-			c->shm = shm_attach(c, SHM_NAMED);
+			c->shm = shm_attach(c, SHM_NAMED, !shm_enabled());
 		say_shm(c, c->shm);
 	}
 	return c->shm;

@@ -177,6 +177,10 @@ int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int
  * this member follows without copying.  -EMSGSIZE, or -EIO (a wait
  * failed, or the root's size in the segment is impossible: reported). */
 int vd_shm_bcast_stray(struct vd_shm *s, int root, uint32_t p);
+/* A Bcast turn taken refused by a member that cannot take part (its
+ * arguments are wrong): the others fail as they would with it out of
+ * memory.  -EINVAL, or an error of the waits. */
+int vd_shm_bcast_refused(struct vd_shm *s, int root);
 /* Whether vd_shm_reduce takes this reduction (the same answer on every
  * member: it depends on the op and type only). */
 bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);

@@ -210,6 +210,11 @@ static int bcast_refuse(struct vd_shm *s, int root, int why)
 	return err == -EMSGSIZE ? why : err;
 }
 
+int vd_shm_bcast_refused(struct vd_shm *s, int root)
+{
+	return bcast_refuse(s, root, -EINVAL);
+}
+
 /* Members may describe the same bytes with different types: the segment
  * carries the packed bytes. */
 int vd_shm_bcast(struct vd_shm *s, void *buf, int count, struct vd_dtype *t, int root)

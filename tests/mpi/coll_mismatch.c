@@ -66,6 +66,15 @@
  *                    4 ints)
  *   allgather_sides  rank 0 sends 8 ints and receives 4 (its own piece does
  *                    not fit), the others 4 and 4
+ *   allgather_short  rank 0 sends 4 ints and receives 8 (its piece is short
+ *                    of what the others expect), the others 8 and 8
+ *   bcast_args       rank 0 (the root) passes count -1 (an argument error
+ *                    only it sees), the others 100 ints
+ *   allgather_args   rank 0 receives MPI_DATATYPE_NULL, the others 4 ints
+ *   allreduce_args   rank 0 passes count -1, the others 16 ints
+ *
+ * MISMATCH_SHM_OFF_RANK=R (environment): rank R runs with
+ * VIADUCT_MPI_COLL_SHM=0, the others with the segment on.
  *
  * The *_nomem cases want MPI_ERR_NO_MEM at the rank that could not
  * allocate, or MPI_ERR_ARG where the kernel would lend 16 TiB and the
@@ -245,6 +254,18 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Allgather(sbuf, odd ? 8 : 4, MPI_INT, rbuf, 4, MPI_INT, MPI_COMM_WORLD);
 	}
+	if (!strcmp(name, "bcast_args"))
+		return MPI_Bcast(rbuf, odd ? -1 : 100, MPI_INT, 0, MPI_COMM_WORLD);
+	if (!strcmp(name, "allgather_args"))
+		return MPI_Allgather(sbuf, 4, MPI_INT, rbuf, 4, odd ? MPI_DATATYPE_NULL : MPI_INT,
+				     MPI_COMM_WORLD);
+	if (!strcmp(name, "allreduce_args"))
+		return MPI_Allreduce(sbuf, rbuf, odd ? -1 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	if (!strcmp(name, "allgather_short")) {
+		for (int i = 0; i < 8; i++)
+			sbuf[i] = i;
+		return MPI_Allgather(sbuf, odd ? 4 : 8, MPI_INT, rbuf, 8, MPI_INT, MPI_COMM_WORLD);
+	}
 	if (!strncmp(name, "allgather_", 10)) {
 		bool cross = !strcmp(name, "allgather_cross"), chunks = !strcmp(name, "allgather_chunks");
 		int n = chunks ? (odd ? 10000 : 20000) : cross ? (odd ? 4 : 8000) :
@@ -378,15 +399,21 @@ static bool acceptable(int rc)
 	int cls = error_class(rc);
 
 	return cls == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE || cls == MPI_ERR_ARG ||
-	       cls == MPI_ERR_COUNT || cls == MPI_ERR_OTHER || cls == MPI_ERR_NO_MEM;
+	       cls == MPI_ERR_COUNT || cls == MPI_ERR_OTHER || cls == MPI_ERR_NO_MEM ||
+	       cls == MPI_ERR_TYPE;
 }
 
 int main(int argc, char **argv)
 {
 	char msg[MPI_MAX_ERROR_STRING] = "";
+	const char *off_at = getenv("MISMATCH_SHM_OFF_RANK"), *rank = getenv("PMI_RANK");
 	int rc, len = 0;
 	bool strict, receivers;
 
+	/* One rank with the node's segment off, the others on: they must all
+	 * fall back together (before MPI_Init, which reads the setting). */
+	if (off_at && rank && !strcmp(off_at, rank))
+		setenv("VIADUCT_MPI_COLL_SHM", "0", 1);
 	mt_init(&argc, &argv, 20);
 	if (argc != 3 || (strcmp(argv[2], "strict") && strcmp(argv[2], "receivers") &&
 			  strcmp(argv[2], "lenient"))) {
