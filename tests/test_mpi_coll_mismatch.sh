@@ -69,6 +69,8 @@ cases receivers "2 3" "bcast_zero_root bcast_zero_others" ""
 cases strict "2 3" "allreduce_zero allgather_sides allgather_short" ""
 # An argument error that only one rank sees: it takes its turn refused.
 cases strict "2 3" "bcast_args allgather_args allreduce_args" ""
+# Different paths: a user op at one rank, MPI_SUM at the others.
+cases strict "2 3" "allreduce_userop" ""
 # A rank whose staging copy cannot be allocated takes its turn refused:
 # it gets MPI_ERR_NO_MEM, the others an error (but a Bcast's root, which
 # does not wait), and the phases stay aligned.  The sanitizers'

@@ -528,11 +528,24 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
 /* What every member of an Allreduce in a node's segment must agree on:
  * the vector's bytes and the op.  Every member waits for all at the
  * first phase, so members whose sizes differ (an erroneous program) all
- * fail there, and the segment's phases stay aligned. */
+ * fail there, and the segment's phases stay aligned.  A user op's
+ * handle may differ from process to process: user ops sign alike. */
 static uint32_t allreduce_sig(int count, const struct vd_dtype *t, MPI_Op op)
 {
-	return vd_shm_sig(SHM_SIG_ALLREDUCE,
-			  ((uint64_t)count * (uint64_t)t->size << 8) ^ (uint32_t)op);
+	uint32_t o = vd_op_builtin(op) ? (uint32_t)op : 0xffffffffu;
+
+	return vd_shm_sig(SHM_SIG_ALLREDUCE, ((uint64_t)count * (uint64_t)t->size << 8) ^ o);
+}
+
+/* On a node's segment, an Allreduce that goes point to point (a user op
+ * or a derived type) first takes one phase signed with its shape and
+ * path: a member whose op, type or size sent it the other way (an
+ * erroneous program) fails there with the others, where it had left
+ * them waiting. */
+static int allreduce_p2p_turn(struct vd_shm *s, int count, const struct vd_dtype *t,
+			      MPI_Op op)
+{
+	return vd_shm_signed_phase(s, vd_shm_sig(allreduce_sig(count, t, op), 0x9292u));
 }
 
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
@@ -546,6 +559,12 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 		return vd_coll_code(count ? vd_shm_reduce(s, in, out, count, dt, op, -1,
 							  allreduce_sig(count, t, op))
 					  : vd_shm_signed_phase(s, allreduce_sig(0, t, op)));
+	if (s) {
+		int err = allreduce_p2p_turn(s, count, t, op);
+
+		if (err)
+			return vd_coll_code(err);
+	}
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)

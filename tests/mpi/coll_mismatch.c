@@ -72,6 +72,8 @@
  *                    only it sees), the others 100 ints
  *   allgather_args   rank 0 receives MPI_DATATYPE_NULL, the others 4 ints
  *   allreduce_args   rank 0 passes count -1, the others 16 ints
+ *   allreduce_userop Allreduce of 16 ints, rank 0 with a user op that sums
+ *                    (point to point), the others MPI_SUM (the segment)
  *
  * MISMATCH_SHM_OFF_RANK=R (environment): rank R runs with
  * VIADUCT_MPI_COLL_SHM=0, the others with the segment on.
@@ -219,6 +221,28 @@ static int nomem_call(const char *name, bool odd)
 	return rc;
 }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	(void)dt;
+	for (int i = 0; i < *len; i++)
+		((int *)inout)[i] += ((const int *)in)[i];
+}
+
+static int allreduce_userop(bool odd)
+{
+	MPI_Op op = MPI_SUM;
+	int rc;
+
+	for (int i = 0; i < 16; i++)
+		sbuf[i] = i;
+	if (odd)
+		MPI_OK(MPI_Op_create(user_sum, 1, &op));
+	rc = MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, op, MPI_COMM_WORLD);
+	if (odd)
+		MPI_OK(MPI_Op_free(&op));
+	return rc;
+}
+
 static int erroneous_call(const char *name)
 {
 	bool odd = mt_rank == 0;
@@ -254,6 +278,8 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Allgather(sbuf, odd ? 8 : 4, MPI_INT, rbuf, 4, MPI_INT, MPI_COMM_WORLD);
 	}
+	if (!strcmp(name, "allreduce_userop"))
+		return allreduce_userop(odd);
 	if (!strcmp(name, "bcast_args"))
 		return MPI_Bcast(rbuf, odd ? -1 : 100, MPI_INT, 0, MPI_COMM_WORLD);
 	if (!strcmp(name, "allgather_args"))
