@@ -71,6 +71,12 @@ cases strict "2 3" "allreduce_zero allgather_sides allgather_short" ""
 cases strict "2 3" "bcast_args allgather_args allreduce_args" ""
 # Different paths: a user op at one rank, MPI_SUM at the others.
 cases strict "2 3" "allreduce_userop" ""
+# A rooted Reduce signs its first phase: whoever waits there fails (the
+# root always; non-roots whose vector is one small chunk do not wait),
+# and every member stops after that phase.
+cases root "2 3 4" "reduce_count reduce_root" ""
+cases strict "2 3 4" "reduce_cross" ""
+cases strict "2 4" "reduce_chunks" ", through the segment" VIADUCT_MPI_COLL_DIRECT_MIN=0
 # A rank whose staging copy cannot be allocated takes its turn refused:
 # it gets MPI_ERR_NO_MEM, the others an error (but a Bcast's root, which
 # does not wait), and the phases stay aligned.  The sanitizers'

@@ -291,6 +291,14 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 					 count, dt, op, root, c), r->fn);
 }
 
+/* What the members of a Reduce in a node's segment must agree on: the
+ * vector's bytes, the op and the root (vd_shm_reduce says who checks). */
+static uint32_t reduce_sig(int count, const struct vd_dtype *t, MPI_Op op, int root)
+{
+	return vd_shm_sig(vd_shm_sig(SHM_SIG_REDUCE, (uint64_t)count * (uint64_t)t->size),
+			  (uint64_t)(uint32_t)op << 32 | (uint32_t)root);
+}
+
 /* Reduce `in` (count elements of dt) over c into `out` at root.  A
  * commutative op uses the tree rooted at root; otherwise the tree rooted
  * at 0, whose combination order is rank order, then 0 hands the result to
@@ -307,7 +315,8 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	struct vd_shm *s = vd_shm_of(c);
 
 	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root, 0));
+		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root,
+						  reduce_sig(count, t, op, root)));
 	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
 		if (n == 1)
 			vd_dtype_copy(t, in, out, count);

@@ -135,6 +135,7 @@ int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
 #define SHM_SIG_ALLTOALL 0x2a1170a1u          /* seeds: one per collective */
 #define SHM_SIG_REDUCE_SCATTER 0x5ca77e12u
 #define SHM_SIG_ALLREDUCE 0xa11ed0c3u
+#define SHM_SIG_REDUCE 0x4ed0ce01u
 #define SHM_SIG_ALLGATHER 0xa119a7e5u
 #define SHM_SIG_DONE 0xd0e5d0e5u                /* a direct reducer did its part */
 #define SHM_SIG_BCAST_ONE 0xbca57001u           /* the paths of a direct Bcast */
@@ -185,7 +186,11 @@ int vd_shm_bcast_refused(struct vd_shm *s, int root);
  * member: it depends on the op and type only). */
 bool vd_shm_reduce_fits(const struct vd_dtype *t, MPI_Op op);
 /* root -1: allreduce (out at every member).  sig: the signature every
- * member must have given (root -1 only), or 0 for none. */
+ * member must have given, or 0 for none.  Every member that waits at
+ * the first phase checks it: with a root, all but the non-roots whose
+ * whole vector is one small chunk, which publish one phase and leave --
+ * so on a mismatch every member stops after that phase, and only those
+ * may not know. */
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
 		  MPI_Op op, int root, uint32_t sig);
 /* Reduce_scatter of a vector of `total` elements: this member's piece

@@ -262,7 +262,8 @@ struct shm_red {
 	size_t esz;                     /* bytes per element */
 	int root;                       /* -1: allreduce */
 	uint32_t sig;                   /* checked at the first chunk's first
-	                                 * phase (root -1 only), 0: none */
+	                                 * phase by whoever waits there, 0:
+	                                 * none */
 };
 
 /* Member j's elements of the chunk from element lo: in its slot, or for
@@ -339,7 +340,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Datatype dt,
 		  MPI_Op op, int root, uint32_t sig)
 {
-	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root, root < 0 ? sig : 0 };
+	struct shm_red r = { dt, op, (size_t)vd_dtype_get(dt)->size, root, sig };
 	size_t per = s->slot / r.esz, total = (size_t)count;
 	bool wants = root < 0 || s->me == root;
 	int err = 0;

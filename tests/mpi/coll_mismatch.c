@@ -2,18 +2,21 @@
 /*
  * Erroneous collective calls, and whether the communicator survives them.
  *
- *   coll_mismatch CASE strict|receivers|lenient
+ *   coll_mismatch CASE strict|receivers|root|lenient
  *
  * Under MPI_ERRORS_RETURN every rank makes one erroneous call (CASE) on
  * MPI_COMM_WORLD, then a run of correct collectives on it, each result
  * checked: Alltoall (one and several steps of the node-local segment),
  * Reduce_scatter_block, Reduce_scatter, Allreduce, Bcast and Barrier,
  * twice over.  The erroneous call must return MPI_SUCCESS or one of
- * MPI_ERR_TRUNCATE, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_OTHER; "strict"
- * also wants an error at every rank (viaduct detects each of these
- * mismatches on a node's communicator), "receivers" at every rank but
- * the root of a Bcast whose root does not wait for the others, "lenient"
- * nowhere (another MPI, or point to point).  The cases (rank 0 is the odd one out):
+ * MPI_ERR_TRUNCATE, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_OTHER,
+ * MPI_ERR_NO_MEM, MPI_ERR_TYPE; "strict" also wants an error at every
+ * rank (viaduct detects each of these mismatches on a node's
+ * communicator), "receivers" at every rank but the root of a Bcast
+ * whose root does not wait for the others, "root" at rank 0, the root
+ * of a Reduce whose other members do not wait, "lenient" nowhere
+ * (another MPI, or point to point).  The cases (rank 0 is the odd one
+ * out):
  *
  *   alltoall_small   rank 0 4 ints per destination, the others 8
  *   alltoall_large   3000 ints against 6000 (a different number of steps)
@@ -38,7 +41,13 @@
  *   allgather_zero   Allgather, 0 ints against 8
  *   allgather_chunks Allgather, 10000 ints against 20000 (several chunks
  *                    of the segment where nothing is read directly)
- *   reduce_count     Reduce to 0, the same
+ *   reduce_count     Reduce to 0, the same (one small chunk: only the root
+ *                    waits, so only it must fail)
+ *   reduce_cross     Reduce to 0, 8 ints (the segment) against 8000 (read
+ *                    directly)
+ *   reduce_chunks    Reduce to 0, 10000 ints against 20000 (several chunks
+ *                    of the segment where nothing is read directly)
+ *   reduce_root      Reduce of 16 ints, rank 0 names root 0, the others 1
  *   bcast_long       Bcast from rank 0 of 80000 ints, the others expect
  *                    20000 (at 2 ranks the root's size is copied by both
  *                    members and the others' by one: two paths)
@@ -318,6 +327,23 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
 	}
+	if (!strcmp(name, "reduce_cross") || !strcmp(name, "reduce_chunks")) {
+		int n = !strcmp(name, "reduce_cross") ? (odd ? 8 : 8000) : (odd ? 10000 : 20000);
+		int *in = mt_malloc(sizeof(int) * (size_t)n), *out = mt_malloc(sizeof(int) * (size_t)n);
+		int rc;
+
+		for (int i = 0; i < n; i++)
+			in[i] = i;
+		rc = MPI_Reduce(in, out, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+		free(in);
+		free(out);
+		return rc;
+	}
+	if (!strcmp(name, "reduce_root")) {
+		for (int i = 0; i < 16; i++)
+			sbuf[i] = i;
+		return MPI_Reduce(sbuf, rbuf, 16, MPI_INT, MPI_SUM, odd ? 0 : 1, MPI_COMM_WORLD);
+	}
 	for (size_t i = 0; i < sizeof(bcasts) / sizeof(bcasts[0]); i++)
 		if (!strcmp(name, bcasts[i].name))
 			return bcast_ints(odd ? bcasts[i].root : bcasts[i].others);
@@ -434,7 +460,7 @@ int main(int argc, char **argv)
 	char msg[MPI_MAX_ERROR_STRING] = "";
 	const char *off_at = getenv("MISMATCH_SHM_OFF_RANK"), *rank = getenv("PMI_RANK");
 	int rc, len = 0;
-	bool strict, receivers;
+	bool strict, receivers, root_only;
 
 	/* One rank with the node's segment off, the others on: they must all
 	 * fall back together (before MPI_Init, which reads the setting). */
@@ -442,12 +468,13 @@ int main(int argc, char **argv)
 		setenv("VIADUCT_MPI_COLL_SHM", "0", 1);
 	mt_init(&argc, &argv, 20);
 	if (argc != 3 || (strcmp(argv[2], "strict") && strcmp(argv[2], "receivers") &&
-			  strcmp(argv[2], "lenient"))) {
-		fprintf(stderr, "usage: %s CASE strict|receivers|lenient\n", argv[0]);
+			  strcmp(argv[2], "root") && strcmp(argv[2], "lenient"))) {
+		fprintf(stderr, "usage: %s CASE strict|receivers|root|lenient\n", argv[0]);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	strict = !strcmp(argv[2], "strict");
 	receivers = !strcmp(argv[2], "receivers");
+	root_only = !strcmp(argv[2], "root");
 	sbuf = mt_malloc(sizeof(int) * (size_t)mt_size * BIG * 2);
 	rbuf = mt_malloc(sizeof(int) * (size_t)mt_size * BIG * 2);
 	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -458,8 +485,8 @@ int main(int argc, char **argv)
 	printf("rank %d: %s returned %d%s%s\n", mt_rank, argv[1], rc, len ? ": " : "", msg);
 	fflush(stdout);
 	CHECK(acceptable(rc), "the erroneous call returned %d (%s)", rc, msg);
-	CHECK(!(strict || (receivers && mt_rank != 0)) || rc != MPI_SUCCESS,
-	      "the erroneous call was not detected");
+	CHECK(!(strict || (receivers && mt_rank != 0) || (root_only && mt_rank == 0)) ||
+	      rc != MPI_SUCCESS, "the erroneous call was not detected");
 	mt_phase = "after";
 	for (int round = 0; round < 2; round++) {
 		check_alltoall(round, 8);
