@@ -230,6 +230,21 @@ static int nomem_call(const char *name, bool odd)
 	return rc;
 }
 
+/* MPI_SUM of n ints: Allreduce, or Reduce to 0. */
+static int sum_ints(int n, bool all)
+{
+	int *in = mt_malloc(sizeof(int) * (size_t)n), *out = mt_malloc(sizeof(int) * (size_t)n);
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		in[i] = i;
+	rc = all ? MPI_Allreduce(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD)
+		 : MPI_Reduce(in, out, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	free(in);
+	free(out);
+	return rc;
+}
+
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
 	(void)dt;
@@ -263,18 +278,10 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Allreduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	}
-	if (!strcmp(name, "allreduce_cross") || !strcmp(name, "allreduce_chunks")) {
-		int n = !strcmp(name, "allreduce_cross") ? (odd ? 8 : 8000) : (odd ? 10000 : 20000);
-		int *in = mt_malloc(sizeof(int) * (size_t)n), *out = mt_malloc(sizeof(int) * (size_t)n);
-		int rc;
-
-		for (int i = 0; i < n; i++)
-			in[i] = i;
-		rc = MPI_Allreduce(in, out, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-		free(in);
-		free(out);
-		return rc;
-	}
+	if (!strcmp(name, "allreduce_cross") || !strcmp(name, "reduce_cross"))
+		return sum_ints(odd ? 8 : 8000, name[0] == 'a');
+	if (!strcmp(name, "allreduce_chunks") || !strcmp(name, "reduce_chunks"))
+		return sum_ints(odd ? 10000 : 20000, name[0] == 'a');
 	if (!strcmp(name, "allreduce_zero")) {
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
@@ -326,18 +333,6 @@ static int erroneous_call(const char *name)
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
 		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-	}
-	if (!strcmp(name, "reduce_cross") || !strcmp(name, "reduce_chunks")) {
-		int n = !strcmp(name, "reduce_cross") ? (odd ? 8 : 8000) : (odd ? 10000 : 20000);
-		int *in = mt_malloc(sizeof(int) * (size_t)n), *out = mt_malloc(sizeof(int) * (size_t)n);
-		int rc;
-
-		for (int i = 0; i < n; i++)
-			in[i] = i;
-		rc = MPI_Reduce(in, out, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-		free(in);
-		free(out);
-		return rc;
 	}
 	if (!strcmp(name, "reduce_root")) {
 		for (int i = 0; i < 16; i++)
