@@ -363,10 +363,10 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 	if (!err && s && S->buf != MPI_IN_PLACE &&
 	    (size_t)S->count * (size_t)S->t->size != (size_t)R->count * (size_t)R->t->size)
 		err = MPI_ERR_ARG;
-	if (err && s)           /* the others fail at the same phase */
-		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
-	if (err)
+	if (err) {
+		allgather_refused(R, c);        /* the others fail at the same phase */
 		return err;
+	}
 	if (s)
 		return vd_coll_code(vd_shm_allgather(s, (void *)R->buf, R->count, R->t,
 						     own_bytes(S, R)));
