@@ -424,6 +424,8 @@ struct vd_ofi_conn {
 	uint32_t rx_deferred;       /* rq.lock: seq + 1 of the send we said
 	                             * DEFERRED for */
 	_Atomic bool broken;
+	_Atomic bool drain_tx;      /* broken on purpose, the peer alive: what
+	                             * the backlog holds for it still goes */
 	_Atomic bool dead;          /* disconnected: progress leaves it alone */
 	_Atomic bool reported;      /* the break went to the core */
 	_Atomic uint32_t break_code;
@@ -522,6 +524,7 @@ struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint
 /* A REQ of c found no listener: its port counts as one that knew nothing. */
 void vd_ofi_probe_failed(struct vd_ofi_conn *c);
 void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell);
+void vd_ofi_conn_break_after(struct vd_ofi_conn *c, VIP_ERROR_CODE code);
 void vd_ofi_keepalive(struct vd_ofi_nic *on);
 
 static inline bool vd_ofi_reliable(const struct vd_vi *vi)

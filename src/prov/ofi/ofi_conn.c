@@ -94,8 +94,17 @@ struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint
 	return c && c->token == token && !atomic_load(&c->dead) ? c : NULL;
 }
 
+/* A connection that breaks drops what the backlog still holds for it
+ * (its peer may be gone), unless we end it on purpose and tell the peer
+ * why (tell, or vd_ofi_conn_break_after): then those messages go out, in
+ * order, the reason last -- a dropped one would leave the reason held
+ * behind a gap at the peer, and the peer waiting for it. */
 void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 {
+	/* Seq_cst, before `broken`: backlog_flush reads them the other way
+	 * round, so it never sees broken without the drain flag. */
+	if (tell && !atomic_load(&c->broken))
+		atomic_store(&c->drain_tx, true);
 	if (atomic_exchange(&c->broken, true))
 		return;
 	vd_log("ofi: connection %u breaks (VIA error %d%s)", c->idx, (int)code,
@@ -110,6 +119,15 @@ void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 	}
 	vd_event_bump(&c->on->events);
 	pthread_cond_broadcast(&c->on->cond);
+}
+
+/* Break c after the message we just queued for it, which tells the
+ * peer why (an RDMA refusal's DONE). */
+void vd_ofi_conn_break_after(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
+{
+	if (!atomic_load(&c->broken))
+		atomic_store(&c->drain_tx, true);
+	vd_ofi_conn_break(c, code, false);
 }
 
 /* The service thread tells the core of breaks (it holds no lock). */

@@ -430,6 +430,14 @@ static bool stuck(const struct vd_ofi_nic *on, const struct vd_ofi_op *op, uint6
 	       vd_ns_since(now, peer_heard(on, op)) > VD_OFI_STUCK_NS;
 }
 
+/* A broken connection's messages are dropped, unless it was broken on
+ * purpose (vd_ofi_conn_break): then the stuck test alone bounds them. */
+static bool drop_on_break(const struct vd_ofi_op *op)
+{
+	/* Seq_cst loads, in the opposite order of the breaker's stores. */
+	return op->conn && atomic_load(&op->conn->broken) && !atomic_load(&op->conn->drain_tx);
+}
+
 /* Post what the fabric takes now; fail what belongs to a broken
  * connection or is stuck.  Progress lock held. */
 static void backlog_flush(struct vd_ofi_nic *on)
@@ -440,8 +448,7 @@ static void backlog_flush(struct vd_ofi_nic *on)
 	vd_lock(&on->bl_lock);
 	while (on->bl_head) {
 		struct vd_ofi_op *op = on->bl_head;
-		int r = op->conn && atomic_load(&op->conn->broken) ? -FI_ECANCELED :
-			fab_send(on, op, op->post_len, op->to);
+		int r = drop_on_break(op) ? -FI_ECANCELED : fab_send(on, op, op->post_len, op->to);
 
 		if (r == -FI_EAGAIN && (op->tries++, !stuck(on, op, now)))
 			break;

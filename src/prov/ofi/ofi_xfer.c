@@ -392,7 +392,7 @@ static void rdma_refuse(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t seq, b
 	__atomic_fetch_add(&vi->stats.protection_errors, 1, __ATOMIC_RELAXED);
 	vd_ofi_send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
 	if (vd_ofi_reliable(vi))
-		vd_ofi_conn_break(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT, false);
+		vd_ofi_conn_break_after(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT);
 }
 
 static void rdmaw_imm(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_hdr *h)
