@@ -70,7 +70,13 @@ cases strict "2 3" "allreduce_zero allgather_sides allgather_short" ""
 # An argument error that only one rank sees: it takes its turn refused.
 cases strict "2 3" "bcast_args allgather_args allreduce_args" ""
 # Different paths: a user op at one rank, MPI_SUM at the others.
-cases strict "2 3" "allreduce_userop" ""
+cases strict "2 3" "allreduce_userop rs_userop" ""
+cases root "2 3" "reduce_userop" ""
+# Argument errors that hide the path the others take (an invalid op or
+# root), or that only one member of a Reduce sees: on a node's segment
+# every such call begins with a signed phase, taken refused.
+cases strict "2 3" "allreduce_badop rs_args" ""
+cases root "2 3" "reduce_zero reduce_args reduce_badroot" ""
 # A rooted Reduce signs its first phase: whoever waits there fails (the
 # root always; non-roots whose vector is one small chunk do not wait),
 # and every member stops after that phase.

@@ -253,14 +253,40 @@ int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcou
 	return MPI_SUCCESS;
 }
 
+/* On a node's segment a Reduce, Allreduce or Reduce_scatter begins with
+ * a signed phase, whichever path it then takes (the segment, or point to
+ * point after a turn): a member whose own arguments are wrong takes that
+ * phase refused, so that the others fail there too instead of waiting
+ * for it. */
+static void turn_refused(struct vd_comm *c)
+{
+	struct vd_shm *s;
+
+	if (c->size >= 2 && (s = vd_shm_of(c)))
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+}
+
+/* An op as signatures see it: a user op's handle may differ from process
+ * to process, so user ops sign alike. */
+static uint32_t op_word(MPI_Op op)
+{
+	return vd_op_builtin(op) ? (uint32_t)op : 0xffffffffu;
+}
+
+/* Mixed into the signature of the turn a member takes before it goes
+ * point to point (a user op or a derived type), so that it never matches
+ * a member that takes the segment's path: an op, type or size that sent
+ * one member the other way (an erroneous program) fails everyone at that
+ * phase, where it had left them waiting. */
+#define SIG_P2P 0x9292u
+
 /* What tells Reduce, Allreduce, Scan and Exscan apart. */
 struct reduction {
 	const char *fn;
 	bool rooted;                    /* Reduce: root significant */
 	bool zero_meets;                /* a zero count still meets the others */
-	/* For a member whose own arguments are wrong, or NULL: its turn
-	 * taken refused, where the others would otherwise wait for it. */
-	void (*refuse)(MPI_Datatype dt, MPI_Op op, struct vd_comm *c);
+	bool signs;                     /* takes a signed first phase on a
+	                                 * node's segment (turn_refused) */
 	int (*run)(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
 		   struct vd_comm *c);
 };
@@ -283,8 +309,8 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 	else
 		err = vd_coll_check_reduce(sendbuf, recvbuf, count,
 				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
-	if (err && r->refuse)
-		r->refuse(dt, op, c);
+	if (err && r->signs)
+		turn_refused(c);
 	if (err || (count == 0 && !r->zero_meets))
 		return vd_mpi_raise(comm, err, r->fn);
 	return vd_mpi_raise(comm, r->run(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
@@ -296,15 +322,38 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 static uint32_t reduce_sig(int count, const struct vd_dtype *t, MPI_Op op, int root)
 {
 	return vd_shm_sig(vd_shm_sig(SHM_SIG_REDUCE, (uint64_t)count * (uint64_t)t->size),
-			  (uint64_t)(uint32_t)op << 32 | (uint32_t)root);
+			  (uint64_t)op_word(op) << 32 | (uint32_t)root);
+}
+
+static int reduce_tree(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		       int root, struct vd_comm *c);
+
+/* On a node's segment: the segment's Reduce for a predefined op and
+ * type, else a signed turn, then the tree.  A zero count takes one phase,
+ * so that a member that passed more finds out. */
+int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		   int root, struct vd_comm *c)
+{
+	struct vd_dtype *t = vd_dtype_get(dt);
+	struct vd_shm *s = vd_shm_of(c);
+	int err;
+
+	if (s && vd_shm_reduce_fits(t, op))
+		return vd_coll_code(count ? vd_shm_reduce(s, in, out, count, dt, op, root,
+							  reduce_sig(count, t, op, root))
+					  : vd_shm_signed_phase(s, reduce_sig(0, t, op, root)));
+	if (s && (err = vd_shm_signed_phase(s, vd_shm_sig(reduce_sig(count, t, op, root),
+							   SIG_P2P))))
+		return vd_coll_code(err);
+	return reduce_tree(in, out, count, dt, op, root, c);
 }
 
 /* Reduce `in` (count elements of dt) over c into `out` at root.  A
  * commutative op uses the tree rooted at root; otherwise the tree rooted
  * at 0, whose combination order is rank order, then 0 hands the result to
  * root.  Each node combines acc (its lower ranks) op child's part. */
-int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
-		   int root, struct vd_comm *c)
+static int reduce_tree(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
+		       int root, struct vd_comm *c)
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
 	int n = c->size, me = c->rank;
@@ -312,11 +361,7 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	int vr = (me - troot + n) % n, err = MPI_SUCCESS;
 	void *m1 = NULL, *m2 = NULL;
 	char *acc, *tmp;
-	struct vd_shm *s = vd_shm_of(c);
 
-	if (s && vd_shm_reduce_fits(t, op))
-		return vd_coll_code(vd_shm_reduce(s, in, out, count, dt, op, root,
-						  reduce_sig(count, t, op, root)));
 	if (n == 1 || (vr & 1)) {       /* a leaf sends its input as it is */
 		if (n == 1)
 			vd_dtype_copy(t, in, out, count);
@@ -366,6 +411,8 @@ static int reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op 
 {
 	struct vd_hier *h = vd_op_commutative(op) ? vd_coll_hier(c) : NULL;
 
+	if (h && count == 0)
+		return MPI_SUCCESS;
 	return h ? vd_hier_reduce(h, in, out, count, dt, op, root, c)
 		 : vd_coll_reduce(in, out, count, dt, op, root, c);
 }
@@ -374,7 +421,7 @@ int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, int root, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Reduce", true, false, NULL, reduce };
+	static const struct reduction r = { "MPI_Reduce", true, true, true, reduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
@@ -541,20 +588,7 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
  * handle may differ from process to process: user ops sign alike. */
 static uint32_t allreduce_sig(int count, const struct vd_dtype *t, MPI_Op op)
 {
-	uint32_t o = vd_op_builtin(op) ? (uint32_t)op : 0xffffffffu;
-
-	return vd_shm_sig(SHM_SIG_ALLREDUCE, ((uint64_t)count * (uint64_t)t->size << 8) ^ o);
-}
-
-/* On a node's segment, an Allreduce that goes point to point (a user op
- * or a derived type) first takes one phase signed with its shape and
- * path: a member whose op, type or size sent it the other way (an
- * erroneous program) fails there with the others, where it had left
- * them waiting. */
-static int allreduce_p2p_turn(struct vd_shm *s, int count, const struct vd_dtype *t,
-			      MPI_Op op)
-{
-	return vd_shm_signed_phase(s, vd_shm_sig(allreduce_sig(count, t, op), 0x9292u));
+	return vd_shm_sig(SHM_SIG_ALLREDUCE, ((uint64_t)count * (uint64_t)t->size << 8) ^ op_word(op));
 }
 
 int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
@@ -569,7 +603,7 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 							  allreduce_sig(count, t, op))
 					  : vd_shm_signed_phase(s, allreduce_sig(0, t, op)));
 	if (s) {
-		int err = allreduce_p2p_turn(s, count, t, op);
+		int err = vd_shm_signed_phase(s, vd_shm_sig(allreduce_sig(count, t, op), SIG_P2P));
 
 		if (err)
 			return vd_coll_code(err);
@@ -596,31 +630,12 @@ static int allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_
 		 : vd_coll_allreduce(in, out, count, dt, op, c);
 }
 
-/* An Allreduce through a node's segment begins with a signed phase: a
- * member whose count or buffer is wrong takes it refused, so that the
- * others fail there too instead of waiting for it -- when it can tell
- * they take the segment (a valid predefined op and type; no hosts
- * between them).  Otherwise they wait (as with other MPIs), unless the
- * error handler ends the job. */
-static void allreduce_refused(MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
-{
-	struct vd_dtype *t = vd_dtype_comm(dt);
-	struct vd_shm *s;
-
-	if (c->size < 2 || !t || !vd_op_builtin(op) || vd_op_check(op, dt) ||
-	    !vd_shm_reduce_fits(t, op) || (vd_op_commutative(op) && vd_coll_hier(c)))
-		return;
-	if ((s = vd_shm_of(c)))
-		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
-}
-
 #pragma weak MPI_Allreduce = PMPI_Allreduce
 int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
 		  MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Allreduce", false, true, allreduce_refused,
-						 allreduce };
+	static const struct reduction r = { "MPI_Allreduce", false, true, true, allreduce };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -633,7 +648,7 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
 static uint32_t reduce_scatter_sig(const int *counts, int n, const struct vd_dtype *t,
 				   MPI_Op op)
 {
-	uint32_t h = vd_shm_sig(SHM_SIG_REDUCE_SCATTER, (uint64_t)t->size << 32 | (uint32_t)op);
+	uint32_t h = vd_shm_sig(SHM_SIG_REDUCE_SCATTER, (uint64_t)t->size << 32 | op_word(op));
 
 	for (int i = 0; i < n; i++)
 		h = vd_shm_sig(h, (uint32_t)counts[i]);
@@ -661,7 +676,8 @@ static int reduce_scatter_shm(struct vd_shm *s, const void *in, void *out, const
 
 /* The whole vector is reduced at rank 0 (in rank order, so any op works)
  * and its pieces scattered: a binomial tree for equal pieces, linear from
- * rank 0 for varying ones (as MPI_Scatterv). */
+ * rank 0 for varying ones (as MPI_Scatterv).  On a node's segment, after
+ * a signed turn (SIG_P2P). */
 static int reduce_scatter(const void *in, void *out, const int *counts, int total,
 			  MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
 {
@@ -676,14 +692,21 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 
 	if (s && vd_shm_reduce_fits(t, op))
 		return reduce_scatter_shm(s, in, out, counts, total, dt, op, c);
+	if (c->rank == 0 && total && !(whole = vd_dtype_scratch(t, total, &mem))) {
+		turn_refused(c);
+		return MPI_ERR_NO_MEM;
+	}
+	if (s && (err = vd_shm_signed_phase(s, vd_shm_sig(reduce_scatter_sig(counts, n, t, op),
+							   SIG_P2P)))) {
+		free(mem);
+		return vd_coll_code(err);
+	}
 	if (total == 0)
 		return MPI_SUCCESS;
 	for (int i = 1; i < n; i++)
 		S.vec = S.vec || counts[i] != counts[0];
-	if (c->rank == 0 && !(whole = vd_dtype_scratch(t, total, &mem)))
-		return MPI_ERR_NO_MEM;
 	S.buf = whole;
-	err = vd_coll_reduce(in, whole, total, dt, op, 0, c);
+	err = reduce_tree(in, whole, total, dt, op, 0, c);
 	if (!err && !S.vec) {
 		err = vd_coll_scatter(&S, &R, 0, c);
 	} else if (!err) {
@@ -699,14 +722,13 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 	return err;
 }
 
-/* Reduce_scatter(_block) from the checks on: the whole vector is the sum
- * of the counts. */
-static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *counts,
-			      MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+/* The checks of Reduce_scatter(_block): the whole vector is the sum of
+ * the counts. */
+static int reduce_scatter_check(const void *sendbuf, void *recvbuf, const int *counts,
+				MPI_Datatype dt, MPI_Op op, struct vd_comm *c, int *total)
 {
 	struct vd_dtype *t;
 	long long sum = 0;
-	int err;
 
 	if (!counts)
 		return MPI_ERR_ARG;
@@ -717,11 +739,23 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 	}
 	if (sum > INT_MAX)
 		return MPI_ERR_COUNT;
-	err = vd_coll_check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
-	if (err)
+	*total = (int)sum;
+	return vd_coll_check_reduce(sendbuf, recvbuf, (int)sum, counts[c->rank], dt, op, &t);
+}
+
+/* Reduce_scatter(_block) from the checks on; a member whose own
+ * arguments are wrong takes its turn refused. */
+static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *counts,
+			      MPI_Datatype dt, MPI_Op op, struct vd_comm *c)
+{
+	int total = 0, err = reduce_scatter_check(sendbuf, recvbuf, counts, dt, op, c, &total);
+
+	if (err) {
+		turn_refused(c);
 		return err;
+	}
 	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,
-			      (int)sum, dt, op, c);
+			      total, dt, op, c);
 }
 
 #pragma weak MPI_Reduce_scatter = PMPI_Reduce_scatter
@@ -752,10 +786,10 @@ int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 	VD_MPI_CHECK_RUNNING(fn);
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
-	if (recvcount < 0)
-		return vd_mpi_raise(comm, MPI_ERR_COUNT, fn);
-	if (!(counts = malloc((size_t)c->size * sizeof(int))))
-		return vd_mpi_raise(comm, MPI_ERR_NO_MEM, fn);
+	if (recvcount < 0 || !(counts = malloc((size_t)c->size * sizeof(int)))) {
+		turn_refused(c);
+		return vd_mpi_raise(comm, recvcount < 0 ? MPI_ERR_COUNT : MPI_ERR_NO_MEM, fn);
+	}
 	for (int i = 0; i < c->size; i++)
 		counts[i] = recvcount;
 	err = reduce_scatter_run(sendbuf, recvbuf, counts, datatype, op, c);
@@ -833,7 +867,7 @@ int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 	     MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Scan", false, false, NULL, scan };
+	static const struct reduction r = { "MPI_Scan", false, false, false, scan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }
@@ -843,7 +877,7 @@ int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 	       MPI_Op op, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct reduction r = { "MPI_Exscan", false, false, NULL, exscan };
+	static const struct reduction r = { "MPI_Exscan", false, false, false, exscan };
 
 	return reduce_api(&r, sendbuf, recvbuf, count, datatype, op, -1, comm);
 }

@@ -10,9 +10,9 @@
  * Reduce_scatter_block, Reduce_scatter, Allreduce, Bcast and Barrier,
  * twice over.  The erroneous call must return MPI_SUCCESS or one of
  * MPI_ERR_TRUNCATE, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_OTHER,
- * MPI_ERR_NO_MEM, MPI_ERR_TYPE; "strict" also wants an error at every
- * rank (viaduct detects each of these mismatches on a node's
- * communicator), "receivers" at every rank but the root of a Bcast
+ * MPI_ERR_NO_MEM, MPI_ERR_TYPE, MPI_ERR_ROOT, MPI_ERR_OP; "strict" also
+ * wants an error at every rank (viaduct detects each of these mismatches
+ * on a node's communicator), "receivers" at every rank but the root of a Bcast
  * whose root does not wait for the others, "root" at rank 0, the root
  * of a Reduce whose other members do not wait, "lenient" nowhere
  * (another MPI, or point to point).  The cases (rank 0 is the odd one
@@ -83,6 +83,13 @@
  *   allreduce_args   rank 0 passes count -1, the others 16 ints
  *   allreduce_userop Allreduce of 16 ints, rank 0 with a user op that sums
  *                    (point to point), the others MPI_SUM (the segment)
+ *   reduce_userop    the same with Reduce to 0
+ *   rs_userop        the same with Reduce_scatter_block, 3 ints a rank
+ *   reduce_zero      Reduce to 0, 0 ints against 16
+ *   reduce_args      Reduce to 0, rank 0 passes count -1
+ *   reduce_badroot   Reduce, rank 0 names root -1, the others 0
+ *   allreduce_badop  Allreduce, rank 0 passes MPI_OP_NULL
+ *   rs_args          Reduce_scatter_block, rank 0 passes recvcount -1
  *
  * MISMATCH_SHM_OFF_RANK=R (environment): rank R runs with
  * VIADUCT_MPI_COLL_SHM=0, the others with the segment on.
@@ -252,19 +259,44 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 		((int *)inout)[i] += ((const int *)in)[i];
 }
 
-static int allreduce_userop(bool odd)
+/* A reduction of 16 ints (Reduce_scatter_block: 3 a rank) whose op is a
+ * user op that sums at rank 0, MPI_SUM at the others. */
+static int userop_call(const char *name, bool odd)
 {
 	MPI_Op op = MPI_SUM;
 	int rc;
 
-	for (int i = 0; i < 16; i++)
+	for (int i = 0; i < 16 + 3 * mt_size; i++)
 		sbuf[i] = i;
 	if (odd)
 		MPI_OK(MPI_Op_create(user_sum, 1, &op));
-	rc = MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, op, MPI_COMM_WORLD);
+	if (!strcmp(name, "reduce_userop"))
+		rc = MPI_Reduce(sbuf, rbuf, 16, MPI_INT, op, 0, MPI_COMM_WORLD);
+	else if (!strcmp(name, "rs_userop"))
+		rc = MPI_Reduce_scatter_block(sbuf, rbuf, 3, MPI_INT, op, MPI_COMM_WORLD);
+	else
+		rc = MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, op, MPI_COMM_WORLD);
 	if (odd)
 		MPI_OK(MPI_Op_free(&op));
 	return rc;
+}
+
+/* Reductions where only rank 0's own arguments are wrong. */
+static int reduce_args_call(const char *name, bool odd)
+{
+	for (int i = 0; i < 3 * mt_size + 16; i++)
+		sbuf[i] = i;
+	if (!strcmp(name, "reduce_zero"))
+		return MPI_Reduce(sbuf, rbuf, odd ? 0 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (!strcmp(name, "reduce_args"))
+		return MPI_Reduce(sbuf, rbuf, odd ? -1 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+	if (!strcmp(name, "reduce_badroot"))
+		return MPI_Reduce(sbuf, rbuf, 16, MPI_INT, MPI_SUM, odd ? -1 : 0, MPI_COMM_WORLD);
+	if (!strcmp(name, "allreduce_badop"))
+		return MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, odd ? MPI_OP_NULL : MPI_SUM,
+				     MPI_COMM_WORLD);
+	return MPI_Reduce_scatter_block(sbuf, rbuf, odd ? -1 : 3, MPI_INT, MPI_SUM,
+					MPI_COMM_WORLD);        /* rs_args */
 }
 
 static int erroneous_call(const char *name)
@@ -294,8 +326,12 @@ static int erroneous_call(const char *name)
 			sbuf[i] = i;
 		return MPI_Allgather(sbuf, odd ? 8 : 4, MPI_INT, rbuf, 4, MPI_INT, MPI_COMM_WORLD);
 	}
-	if (!strcmp(name, "allreduce_userop"))
-		return allreduce_userop(odd);
+	if (strstr(name, "_userop"))
+		return userop_call(name, odd);
+	if (!strcmp(name, "reduce_zero") || !strcmp(name, "reduce_args") ||
+	    !strcmp(name, "reduce_badroot") || !strcmp(name, "allreduce_badop") ||
+	    !strcmp(name, "rs_args"))
+		return reduce_args_call(name, odd);
 	if (!strcmp(name, "bcast_args"))
 		return MPI_Bcast(rbuf, odd ? -1 : 100, MPI_INT, 0, MPI_COMM_WORLD);
 	if (!strcmp(name, "allgather_args"))
@@ -447,7 +483,7 @@ static bool acceptable(int rc)
 
 	return cls == MPI_SUCCESS || cls == MPI_ERR_TRUNCATE || cls == MPI_ERR_ARG ||
 	       cls == MPI_ERR_COUNT || cls == MPI_ERR_OTHER || cls == MPI_ERR_NO_MEM ||
-	       cls == MPI_ERR_TYPE;
+	       cls == MPI_ERR_TYPE || cls == MPI_ERR_ROOT || cls == MPI_ERR_OP;
 }
 
 int main(int argc, char **argv)
