@@ -7,6 +7,7 @@
  *    before it, must still go out, in order: the initiator's descriptor
  *    completes only with it (it hung for good when the DONE was dropped).
  *  - A break that tells the peer (a NOTICE) keeps the backlog alike.
+ *  - Either only for a bounded time (VD_OFI_DRAIN_NS).
  *  - A break because the peer is gone drops what waits for it.
  * The fabric is a fake endpoint that refuses sends while `full`, then
  * records what it is given.
@@ -128,6 +129,15 @@ int main(void)
 	VDT_CHECK(sent[0].type == VD_OFI_DONE && sent[1].type == VD_OFI_NOTICE &&
 		  sent[1].a == VIP_ERROR_RECVQ_EMPTY);
 	printf("ok: a NOTICE and what waited before it go out\n");
+
+	/* Broken on purpose, but the peer has taken nothing for longer than
+	 * the drain time: dropped, the backlog is every connection's. */
+	c = two_waiting(VD_OFI_DONE, VIP_STATUS_RDMA_PROT_ERROR);
+	vd_ofi_conn_break_after(c, VIP_ERROR_RDMAW_PROT);
+	atomic_store(&c->drain_until_ns, vd_now_ns() - 1);
+	fabric_frees();
+	VDT_CHECK(nsent == 0);
+	printf("ok: after the drain time a connection broken on purpose drops its backlog\n");
 
 	/* A peer gone: what waits for it is dropped. */
 	c = two_waiting(VD_OFI_KEEPALIVE, 0);

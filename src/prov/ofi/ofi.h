@@ -56,6 +56,11 @@
 #define VD_OFI_MAX_PEERS 65536u     /* AV entries we track liveness for */
 #define VD_OFI_EP_NAME_MAX 64       /* fi_getname bytes we carry */
 #define VD_OFI_KEEPALIVE_NS 250000000ull
+/* How long a connection broken on purpose may still send what waited in
+ * the backlog: bounded, so that a peer that takes nothing (and keeps
+ * talking, so it never counts as silent) cannot hold the backlog, which
+ * every connection of the NIC shares, for longer. */
+#define VD_OFI_DRAIN_NS 500000000ull
 #define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
 /* Default VIADUCT_OFI_PORT_BASE: listeners on 20480-24575, below Linux's
  * ephemeral ports (32768-60999), where any outgoing connection on the
@@ -424,8 +429,9 @@ struct vd_ofi_conn {
 	uint32_t rx_deferred;       /* rq.lock: seq + 1 of the send we said
 	                             * DEFERRED for */
 	_Atomic bool broken;
-	_Atomic bool drain_tx;      /* broken on purpose, the peer alive: what
-	                             * the backlog holds for it still goes */
+	_Atomic uint64_t drain_until_ns; /* broken on purpose, the peer alive:
+	                                  * until then the backlog's messages
+	                                  * for it still go (0: never) */
 	_Atomic bool dead;          /* disconnected: progress leaves it alone */
 	_Atomic bool reported;      /* the break went to the core */
 	_Atomic uint32_t break_code;

@@ -102,9 +102,9 @@ struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint
 void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 {
 	/* Seq_cst, before `broken`: backlog_flush reads them the other way
-	 * round, so it never sees broken without the drain flag. */
+	 * round, so it never sees broken without the drain deadline. */
 	if (tell && !atomic_load(&c->broken))
-		atomic_store(&c->drain_tx, true);
+		atomic_store(&c->drain_until_ns, vd_now_ns() + VD_OFI_DRAIN_NS);
 	if (atomic_exchange(&c->broken, true))
 		return;
 	vd_log("ofi: connection %u breaks (VIA error %d%s)", c->idx, (int)code,
@@ -126,7 +126,7 @@ void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 void vd_ofi_conn_break_after(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
 {
 	if (!atomic_load(&c->broken))
-		atomic_store(&c->drain_tx, true);
+		atomic_store(&c->drain_until_ns, vd_now_ns() + VD_OFI_DRAIN_NS);
 	vd_ofi_conn_break(c, code, false);
 }
 

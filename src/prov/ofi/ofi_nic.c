@@ -431,11 +431,17 @@ static bool stuck(const struct vd_ofi_nic *on, const struct vd_ofi_op *op, uint6
 }
 
 /* A broken connection's messages are dropped, unless it was broken on
- * purpose (vd_ofi_conn_break): then the stuck test alone bounds them. */
-static bool drop_on_break(const struct vd_ofi_op *op)
+ * purpose (vd_ofi_conn_break) less than VD_OFI_DRAIN_NS ago. */
+static bool drop_on_break(const struct vd_ofi_op *op, uint64_t now)
 {
-	/* Seq_cst loads, in the opposite order of the breaker's stores. */
-	return op->conn && atomic_load(&op->conn->broken) && !atomic_load(&op->conn->drain_tx);
+	uint64_t until;
+
+	if (!op->conn || !atomic_load(&op->conn->broken))
+		return false;
+	/* Seq_cst, after `broken`: the opposite order of the breaker's
+	 * stores. */
+	until = atomic_load(&op->conn->drain_until_ns);
+	return !until || (int64_t)(now - until) > 0;
 }
 
 /* Post what the fabric takes now; fail what belongs to a broken
@@ -448,7 +454,8 @@ static void backlog_flush(struct vd_ofi_nic *on)
 	vd_lock(&on->bl_lock);
 	while (on->bl_head) {
 		struct vd_ofi_op *op = on->bl_head;
-		int r = drop_on_break(op) ? -FI_ECANCELED : fab_send(on, op, op->post_len, op->to);
+		int r = drop_on_break(op, now) ? -FI_ECANCELED :
+			fab_send(on, op, op->post_len, op->to);
 
 		if (r == -FI_EAGAIN && (op->tries++, !stuck(on, op, now)))
 			break;
