@@ -68,7 +68,7 @@ cases receivers "2 3 4" "bcast_chunks_direct bcast_chunks_split" ", root in chun
 cases receivers "2 3" "bcast_zero_root bcast_zero_others" ""
 cases strict "2 3" "allreduce_zero allgather_sides allgather_short" ""
 # An argument error that only one rank sees: it takes its turn refused.
-cases strict "2 3" "bcast_args allgather_args allreduce_args" ""
+cases strict "2 3" "bcast_args allgather_args allreduce_args alltoall_args" ""
 # Different paths: a user op at one rank, MPI_SUM at the others.
 cases strict "2 3" "allreduce_userop rs_userop" ""
 cases root "2 3" "reduce_userop" ""

@@ -338,10 +338,12 @@ static const void *own_bytes(const struct vd_coll_side *S, const struct vd_coll_
  * one refused there fails the others too, instead of leaving them
  * waiting.  Without the segment they wait (as with other MPIs), unless
  * the error handler ends the job. */
-static void allgather_refused(const struct vd_coll_side *R, struct vd_comm *c)
+static void allgather_refused(const struct vd_coll_side *S, const struct vd_coll_side *R,
+			      struct vd_comm *c)
 {
 	struct vd_shm *s;
 
+	(void)S;
 	if (!R->vec && c->size > 1 && (s = vd_shm_of(c)))
 		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 }
@@ -364,7 +366,7 @@ static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R,
 	    (size_t)S->count * (size_t)S->t->size != (size_t)R->count * (size_t)R->t->size)
 		err = MPI_ERR_ARG;
 	if (err) {
-		allgather_refused(R, c);        /* the others fail at the same phase */
+		allgather_refused(S, R, c);     /* the others fail at the same phase */
 		return err;
 	}
 	if (s)
@@ -422,6 +424,18 @@ static int alltoall_inplace(const struct vd_coll_side *R, struct vd_comm *c)
 	}
 	free(mem);
 	return err;
+}
+
+/* An Alltoall that would take the segment's path begins with a signed
+ * phase: a member whose own arguments are wrong takes it refused, so
+ * that the others fail there too instead of waiting for it. */
+static void alltoall_refused(const struct vd_coll_side *S, const struct vd_coll_side *R,
+			     struct vd_comm *c)
+{
+	struct vd_shm *s;
+
+	if (S->buf != MPI_IN_PLACE && !S->vec && !R->vec && c->size > 1 && (s = vd_shm_of(c)))
+		(void)vd_shm_alltoall_refused(s);
 }
 
 static int alltoall(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,
@@ -533,7 +547,8 @@ struct move_coll {
 		   struct vd_comm *c);
 	/* For a member whose own arguments are wrong, or NULL: its turn
 	 * taken refused, where the others would otherwise wait for it. */
-	void (*refuse)(const struct vd_coll_side *R, struct vd_comm *c);
+	void (*refuse)(const struct vd_coll_side *S, const struct vd_coll_side *R,
+		       struct vd_comm *c);
 };
 
 static int move_api(const struct move_coll *m, struct vd_coll_side S, struct vd_coll_side R,
@@ -548,7 +563,7 @@ static int move_api(const struct move_coll *m, struct vd_coll_side S, struct vd_
 	if (!(err = m->check(&S, &R, root, c)))
 		err = m->run(&S, &R, root, c);
 	else if (m->refuse)
-		m->refuse(&R, c);
+		m->refuse(&S, &R, c);
 	return vd_mpi_raise(comm, err, m->fn);
 }
 
@@ -639,7 +654,8 @@ int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
 	VD_API_GUARD();
-	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall, NULL };
+	static const struct move_coll m = { "MPI_Alltoall", vd_coll_all_args, alltoall,
+					    alltoall_refused };
 
 	return move_api(&m, uniform(sendbuf, sendcount, sendtype),
 			uniform(recvbuf, recvcount, recvtype), 0, comm);

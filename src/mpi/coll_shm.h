@@ -210,6 +210,9 @@ int vd_shm_allgather(struct vd_shm *s, void *buf, int count, struct vd_dtype *t,
  * i * count extents. */
 int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dtype *st,
 		    void *rbuf, int rcount, struct vd_dtype *rt);
+/* An Alltoall's turn taken refused by a member whose own arguments are
+ * wrong; -ENOTSUP where the others go point to point. */
+int vd_shm_alltoall_refused(struct vd_shm *s);
 
 /* The same with each block copied once, straight from the member that
  * holds it (coll_shm_direct.c): for blocks of s->direct_min bytes and

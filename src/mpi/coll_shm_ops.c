@@ -535,6 +535,17 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, 
 	return err;
 }
 
+/* The segment's Alltoall needs a slot of at least one byte a member. */
+static bool alltoall_fits(const struct vd_shm *s)
+{
+	return s->slot / (size_t)s->n != 0;
+}
+
+int vd_shm_alltoall_refused(struct vd_shm *s)
+{
+	return alltoall_fits(s) ? vd_shm_signed_phase(s, SHM_SIG_REFUSED) : -ENOTSUP;
+}
+
 /* Members may describe their blocks with different types of one
  * signature: a type that is not contiguous goes through a packed copy.
  * Members whose block sizes differ (an erroneous program) all fail with
@@ -547,8 +558,8 @@ int vd_shm_alltoall(struct vd_shm *s, const void *sbuf, int scount, struct vd_dt
 	char *sp = (char *)sbuf, *rp = rbuf;
 	int err = 0;
 
-	if (s->slot / (size_t)s->n == 0)
-		return -ENOTSUP;        /* a slot smaller than the members */
+	if (!alltoall_fits(s))
+		return -ENOTSUP;
 	if ((size_t)scount * (size_t)st->size != b)
 		err = -EINVAL;          /* its own sides differ: an erroneous program */
 	else if (b && !st->contig && !(sp = malloc(all)))

@@ -90,6 +90,7 @@
  *   reduce_badroot   Reduce, rank 0 names root -1, the others 0
  *   allreduce_badop  Allreduce, rank 0 passes MPI_OP_NULL
  *   rs_args          Reduce_scatter_block, rank 0 passes recvcount -1
+ *   alltoall_args    Alltoall of 8 ints, rank 0 receives MPI_DATATYPE_NULL
  *
  * MISMATCH_SHM_OFF_RANK=R (environment): rank R runs with
  * VIADUCT_MPI_COLL_SHM=0, the others with the segment on.
@@ -386,6 +387,9 @@ static int erroneous_call(const char *name)
 		return odd ? alltoall_ints(4, 8) : alltoall_ints(4, 4);
 	if (!strcmp(name, "alltoall_strided"))
 		return alltoall_strided();
+	if (!strcmp(name, "alltoall_args"))
+		return MPI_Alltoall(sbuf, 8, MPI_INT, rbuf, 8, odd ? MPI_DATATYPE_NULL : MPI_INT,
+				    MPI_COMM_WORLD);
 	if (!strcmp(name, "rs_total"))
 		return reduce_scatter_counts(odd ? 2 : 3, -1, -1);
 	if (!strcmp(name, "rs_split"))
