@@ -329,8 +329,9 @@ static int reduce_tree(const void *in, void *out, int count, MPI_Datatype dt, MP
 		       int root, struct vd_comm *c);
 
 /* On a node's segment: the segment's Reduce for a predefined op and
- * type, else a signed turn, then the tree.  A zero count takes one phase,
- * so that a member that passed more finds out. */
+ * type, else a signed turn, then the tree.  A zero count takes one phase
+ * there, so that a member that passed more finds out; elsewhere it
+ * returns at once, as with other MPIs. */
 int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op,
 		   int root, struct vd_comm *c)
 {
@@ -345,7 +346,7 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 	if (s && (err = vd_shm_signed_phase(s, vd_shm_sig(reduce_sig(count, t, op, root),
 							   SIG_P2P))))
 		return vd_coll_code(err);
-	return reduce_tree(in, out, count, dt, op, root, c);
+	return count ? reduce_tree(in, out, count, dt, op, root, c) : MPI_SUCCESS;
 }
 
 /* Reduce `in` (count elements of dt) over c into `out` at root.  A

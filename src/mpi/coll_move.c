@@ -343,7 +343,7 @@ static void allgather_refused(const struct vd_coll_side *S, const struct vd_coll
 {
 	struct vd_shm *s;
 
-	(void)S;
+	(void)S;                        /* struct move_coll's refuse */
 	if (!R->vec && c->size > 1 && (s = vd_shm_of(c)))
 		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
 }

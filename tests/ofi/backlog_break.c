@@ -5,7 +5,7 @@
  *  - A target that refuses an RDMA write queues the DONE that says so,
  *    then breaks the connection.  That DONE, and every message queued
  *    before it, must still go out, in order: the initiator's descriptor
- *    completes only with it (it hung for good when the DONE was dropped).
+ *    completes only with it, and a gap before it holds it back.
  *  - A break that tells the peer (a NOTICE) keeps the backlog alike.
  *  - Either only for a bounded time (VD_OFI_DRAIN_NS).
  *  - A break because the peer is gone drops what waits for it.
@@ -134,7 +134,7 @@ int main(void)
 	 * the drain time: dropped, the backlog is every connection's. */
 	c = two_waiting(VD_OFI_DONE, VIP_STATUS_RDMA_PROT_ERROR);
 	vd_ofi_conn_break_after(c, VIP_ERROR_RDMAW_PROT);
-	atomic_store(&c->drain_until_ns, vd_now_ns() - 1);
+	atomic_store(&c->ended, vd_now_ns() - 1);
 	fabric_frees();
 	VDT_CHECK(nsent == 0);
 	printf("ok: after the drain time a connection broken on purpose drops its backlog\n");

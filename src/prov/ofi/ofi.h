@@ -61,6 +61,7 @@
  * talking, so it never counts as silent) cannot hold the backlog, which
  * every connection of the NIC shares, for longer. */
 #define VD_OFI_DRAIN_NS 500000000ull
+#define VD_OFI_END_DROP 1ull        /* vd_ofi_conn.ended: backlog dropped */
 #define VD_OFI_ZC_MIN 65536         /* default VIADUCT_OFI_ZC_MIN */
 /* Default VIADUCT_OFI_PORT_BASE: listeners on 20480-24575, below Linux's
  * ephemeral ports (32768-60999), where any outgoing connection on the
@@ -429,9 +430,10 @@ struct vd_ofi_conn {
 	uint32_t rx_deferred;       /* rq.lock: seq + 1 of the send we said
 	                             * DEFERRED for */
 	_Atomic bool broken;
-	_Atomic uint64_t drain_until_ns; /* broken on purpose, the peer alive:
-	                                  * until then the backlog's messages
-	                                  * for it still go (0: never) */
+	_Atomic uint64_t ended;     /* how it broke: 0 not, VD_OFI_END_DROP,
+	                             * else on purpose with the peer alive:
+	                             * the backlog's messages for it still
+	                             * go until then (ns) */
 	_Atomic bool dead;          /* disconnected: progress leaves it alone */
 	_Atomic bool reported;      /* the break went to the core */
 	_Atomic uint32_t break_code;

@@ -94,18 +94,29 @@ struct vd_ofi_conn *vd_ofi_conn_lookup(struct vd_ofi_nic *on, uint32_t idx, uint
 	return c && c->token == token && !atomic_load(&c->dead) ? c : NULL;
 }
 
-/* A connection that breaks drops what the backlog still holds for it
- * (its peer may be gone), unless we end it on purpose and tell the peer
- * why (tell, or vd_ofi_conn_break_after): then those messages go out, in
- * order, the reason last -- a dropped one would leave the reason held
- * behind a gap at the peer, and the peer waiting for it. */
-void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
+/* The first break of c claims how it ended; false if c had broken.  A
+ * connection that breaks drops what the backlog still holds for it (its
+ * peer may be gone), unless we end it on purpose and tell the peer why
+ * (drain: vd_ofi_conn_break with tell, vd_ofi_conn_break_after): then
+ * those messages go out for a while, in order, the reason last -- a
+ * dropped one would leave the reason held behind a gap at the peer, and
+ * the peer waiting for it. */
+static bool claim_break(struct vd_ofi_conn *c, bool drain)
 {
-	/* Seq_cst, before `broken`: backlog_flush reads them the other way
-	 * round, so it never sees broken without the drain deadline. */
-	if (tell && !atomic_load(&c->broken))
-		atomic_store(&c->drain_until_ns, vd_now_ns() + VD_OFI_DRAIN_NS);
-	if (atomic_exchange(&c->broken, true))
+	uint64_t none = 0, how = drain ? vd_now_ns() + VD_OFI_DRAIN_NS : VD_OFI_END_DROP;
+
+	/* Seq_cst, the claim before `broken`: pairs with drop_on_break's
+	 * loads of `broken`, then `ended` -- it never sees a broken
+	 * connection without how it ended. */
+	if (!atomic_compare_exchange_strong(&c->ended, &none, how))
+		return false;
+	atomic_store(&c->broken, true);
+	return true;
+}
+
+static void conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell, bool drain)
+{
+	if (!claim_break(c, drain))
 		return;
 	vd_log("ofi: connection %u breaks (VIA error %d%s)", c->idx, (int)code,
 	       tell ? ", peer told" : "");
@@ -121,13 +132,16 @@ void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
 	pthread_cond_broadcast(&c->on->cond);
 }
 
+void vd_ofi_conn_break(struct vd_ofi_conn *c, VIP_ERROR_CODE code, bool tell)
+{
+	conn_break(c, code, tell, tell);
+}
+
 /* Break c after the message we just queued for it, which tells the
  * peer why (an RDMA refusal's DONE). */
 void vd_ofi_conn_break_after(struct vd_ofi_conn *c, VIP_ERROR_CODE code)
 {
-	if (!atomic_load(&c->broken))
-		atomic_store(&c->drain_until_ns, vd_now_ns() + VD_OFI_DRAIN_NS);
-	vd_ofi_conn_break(c, code, false);
+	conn_break(c, code, false, true);
 }
 
 /* The service thread tells the core of breaks (it holds no lock). */

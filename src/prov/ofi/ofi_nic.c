@@ -431,17 +431,18 @@ static bool stuck(const struct vd_ofi_nic *on, const struct vd_ofi_op *op, uint6
 }
 
 /* A broken connection's messages are dropped, unless it was broken on
- * purpose (vd_ofi_conn_break) less than VD_OFI_DRAIN_NS ago. */
+ * purpose (vd_ofi_conn_break with tell, vd_ofi_conn_break_after) less
+ * than VD_OFI_DRAIN_NS ago. */
 static bool drop_on_break(const struct vd_ofi_op *op, uint64_t now)
 {
-	uint64_t until;
+	uint64_t how;
 
 	if (!op->conn || !atomic_load(&op->conn->broken))
 		return false;
-	/* Seq_cst, after `broken`: the opposite order of the breaker's
-	 * stores. */
-	until = atomic_load(&op->conn->drain_until_ns);
-	return !until || (int64_t)(now - until) > 0;
+	/* Seq_cst, after `broken`: pairs with claim_break's claim before
+	 * its store of `broken`. */
+	how = atomic_load(&op->conn->ended);
+	return how == VD_OFI_END_DROP || (int64_t)(now - how) > 0;
 }
 
 /* Post what the fabric takes now; fail what belongs to a broken
