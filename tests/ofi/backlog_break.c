@@ -9,6 +9,8 @@
  *  - A break that tells the peer (a NOTICE) keeps the backlog alike.
  *  - Either only for a bounded time (VD_OFI_DRAIN_NS).
  *  - A break because the peer is gone drops what waits for it.
+ *  - A DONE the fabric refuses outright breaks the connection (the
+ *    initiator's wait then ends at its keepalive timeout).
  * The fabric is a fake endpoint that refuses sends while `full`, then
  * records what it is given.
  */
@@ -23,7 +25,7 @@
 
 #define SENT_MAX 16
 
-static bool full;
+static bool full, fails;
 static struct vd_ofi_hdr sent[SENT_MAX];
 static unsigned nsent;
 
@@ -33,6 +35,8 @@ static ssize_t fake_send(struct fid_ep *ep, const void *buf, size_t len, void *d
 	(void)ep, (void)desc, (void)to, (void)ctx;
 	if (full)
 		return -FI_EAGAIN;
+	if (fails)
+		return -FI_EIO;
 	VDT_CHECK(len >= sizeof(struct vd_ofi_hdr) && nsent < SENT_MAX);
 	memcpy(&sent[nsent++], buf, sizeof(struct vd_ofi_hdr));
 	return 0;       /* never completed: the test ends first */
@@ -145,5 +149,12 @@ int main(void)
 	fabric_frees();
 	VDT_CHECK(nsent == 0);
 	printf("ok: a connection broken because its peer is gone drops its backlog\n");
+
+	c = conn_new();
+	fails = true;
+	vd_ofi_send_done(c, 8, 0);
+	fails = false;
+	VDT_CHECK(atomic_load(&c->broken) && atomic_load(&c->ended) == VD_OFI_END_DROP);
+	printf("ok: a DONE that cannot be sent breaks the connection\n");
 	return 0;
 }

@@ -558,6 +558,7 @@ void vd_ofi_dma_copy(void *dst, const void *src, size_t n);
 void vd_ofi_hdr_init(struct vd_ofi_conn *c, struct vd_ofi_hdr *h, uint8_t type, uint32_t seq);
 /* A header-only data-path message (DONE, DROPPED, ...) to c's peer. */
 int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t a);
+void vd_ofi_send_done(struct vd_ofi_conn *c, uint32_t seq, uint32_t status);
 
 /* ofi_recv.c */
 /* Receive descriptors marked bad at post time complete when they reach

@@ -186,7 +186,7 @@ static void rx_end(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_ofi_
 		vd_wq_complete_recv(vi, h->flags & VD_OFI_F_IMM ? VIP_STATUS_IMMEDIATE : 0,
 				    (uint32_t)c->rx_dgot, h->imm, true);
 	if (h->flags & VD_OFI_F_ACK)
-		vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+		vd_ofi_send_done(c, h->seq, 0);
 }
 
 /* Pull message bytes [c->zc_off, end) into d, which holds the message

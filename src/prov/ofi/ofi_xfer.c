@@ -53,6 +53,19 @@ int vd_ofi_send_ctl(struct vd_ofi_conn *c, uint8_t type, uint32_t seq, uint64_t 
 	return vd_ofi_send_msg(c->on, c->peer, c, &h, NULL, 0, 0);
 }
 
+/* The DONE an initiator's descriptor waits for.  One that cannot be
+ * sent breaks the connection: our keepalives stop, so the peer's wait
+ * ends at its timeout instead of never. */
+void vd_ofi_send_done(struct vd_ofi_conn *c, uint32_t seq, uint32_t status)
+{
+	int err = vd_ofi_send_ctl(c, VD_OFI_DONE, seq, status);
+
+	if (err) {
+		vd_log("ofi: connection %u: a DONE could not be sent: %s", c->idx, strerror(-err));
+		vd_ofi_conn_break(c, VIP_ERROR_CONN_LOST, false);
+	}
+}
+
 /* Gather `n` bytes from offset `off` of segments [first, SegCount). */
 static void gather(VIP_DESCRIPTOR *d, unsigned first, uint64_t off, uint8_t *dst, size_t n)
 {
@@ -390,7 +403,7 @@ static void rdma_refuse(struct vd_vi *vi, struct vd_ofi_conn *c, uint32_t seq, b
 {
 	/* Atomic: the send side counts here too (see complete_sends). */
 	__atomic_fetch_add(&vi->stats.protection_errors, 1, __ATOMIC_RELAXED);
-	vd_ofi_send_ctl(c, VD_OFI_DONE, seq, VIP_STATUS_RDMA_PROT_ERROR);
+	vd_ofi_send_done(c, seq, VIP_STATUS_RDMA_PROT_ERROR);
 	if (vd_ofi_reliable(vi))
 		vd_ofi_conn_break_after(c, write ? VIP_ERROR_RDMAW_PROT : VIP_ERROR_RDMAR_PROT);
 }
@@ -433,7 +446,7 @@ static bool rx_rdmaw(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 		return true;
 	if (h->flags & VD_OFI_F_IMM)
 		rdmaw_imm(vi, c, h);
-	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	vd_ofi_send_done(c, h->seq, 0);
 	return true;
 }
 
@@ -530,7 +543,7 @@ static enum zc_start zq_start(struct vd_vi *vi, struct vd_ofi_conn *c, const str
 	 * run until then: what arrives after it still waits for it. */
 	if (!write && c->on->zc_done_early && zq_empty(c)) {
 		run->answered = true;
-		vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+		vd_ofi_send_done(c, h->seq, 0);
 	}
 	run->h = *h;
 	c->zq_tail++;
@@ -559,7 +572,7 @@ static bool zq_retire(struct vd_vi *vi, struct vd_ofi_conn *c)
 	if (imm)
 		rdmaw_imm(vi, c, h);
 	if (!run->answered)
-		vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+		vd_ofi_send_done(c, h->seq, 0);
 	return true;
 }
 
@@ -601,7 +614,7 @@ static void rx_rdmar(struct vd_vi *vi, struct vd_ofi_conn *c, const struct vd_of
 		}
 		off += n;
 	}
-	vd_ofi_send_ctl(c, VD_OFI_DONE, h->seq, 0);
+	vd_ofi_send_done(c, h->seq, 0);
 }
 
 /* Initiator: a chunk of what our RDMA read asked for. */
