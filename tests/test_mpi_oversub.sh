@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # 7 ranks on 2 cores: 1000 barrier + allreduce iterations must take a few
-# seconds, not minutes (waiting ranks yield or sleep instead of spinning).
+# seconds, not minutes (waiting ranks yield or sleep instead of spinning),
+# also beside CPU hogs.
 . "$(dirname "$0")/mpi/runlib.sh"
 mt_need oversub
 # Sanitizer builds (their runtime options are in the environment) run
@@ -26,6 +27,34 @@ for n in 4 7; do
 		mt_ok "oversub n=$n on cores 0,1: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
 	fi
 done
+# The same 7 ranks beside two CPU hogs on those cores: a yield then gives
+# the CPU to a hog for its whole slice (about 2 ms a wait: 4 s here), so
+# waiting ranks must stop yielding and sleep, and a wake-up preempts the
+# hog (0.3-0.8 s).
+if [ -n "${TSAN_OPTIONS:-}${ASAN_OPTIONS:-}" ]; then
+	hog_limit=${MT_OVERSUB_HOG_LIMIT:-60}
+else
+	hog_limit=${MT_OVERSUB_HOG_LIMIT:-3}
+fi
+hogs=()
+for cpu in 0 1; do
+	timeout 90 taskset -c "$cpu" sh -c 'while :; do :; done' &
+	hogs+=($!)
+done
+t0=$(date +%s.%N)
+timeout -k 5 60 taskset -c 0,1 "$VDRUN" -n 7 "$prog" 1000 >"$mt_log" 2>&1
+rc=$?
+dt=$(echo "$(date +%s.%N) - $t0" | bc)
+kill "${hogs[@]}" 2>/dev/null
+wait "${hogs[@]}" 2>/dev/null
+if [ $rc -ne 0 ]; then
+	mt_bad "oversub n=7 beside two CPU hogs: exit $rc after ${dt}s"
+	sed 's/^/     | /' "$mt_log" | head -20
+elif [ "$(echo "$dt > $hog_limit" | bc)" = 1 ]; then
+	mt_bad "oversub n=7 beside two CPU hogs: ${dt}s > ${hog_limit}s"
+else
+	mt_ok "oversub n=7 beside two CPU hogs: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
+fi
 # The spin budget: a full one for ranks pinned one per core (pinning
 # alone is not oversubscription), a short one for more ranks than cores.
 spin_of() {     # n bind -> the budgets the ranks report, sorted, unique

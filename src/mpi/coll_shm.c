@@ -19,7 +19,8 @@
  *
  * Waiting spins for the engine's spin budget (none on a host whose ranks
  * outnumber its CPUs: vd_coll_spin_budget_ns), yields the CPU for a while
- * (SHM_YIELD_NS), then sleeps on the awaited member's counter as a futex
+ * (SHM_YIELD_NS; not while yields go to other processes: yields_pay),
+ * then sleeps on the awaited member's counter as a futex
  * word (shared between processes, so not FUTEX_PRIVATE): when members
  * outnumber the CPUs, the one waited for needs this CPU, and a publisher
  * wakes sleepers with FUTEX_WAKE rather than leave them to a tick.  Sleeps
@@ -53,6 +54,12 @@
 #include "engine.h"
 
 #define SHM_YIELD_NS (200 * 1000)
+/* A yield that takes this long gave the CPU to a process of someone
+ * else's (a CPU hog runs its whole slice, ~2 ms here), not to the member
+ * waited for: yields are then left out for SHM_YIELD_OFF_NS, and waits
+ * go from spinning to the futex, whose wake-up preempts the hog. */
+#define SHM_YIELD_SLOW_NS (1000 * 1000)
+#define SHM_YIELD_OFF_NS (50 * 1000 * 1000)
 #define SHM_NAP_NS (2 * 1000 * 1000)
 #define SHM_LIVENESS_NS (100 * 1000 * 1000)
 #define SHM_NAME_LEN 128
@@ -541,6 +548,29 @@ void vd_shm_free(struct vd_shm *s)
 
 /* ---- waiting ------------------------------------------------------------------- */
 
+static uint64_t now_ns(void);
+
+/* Until when this process leaves yields out (SHM_YIELD_SLOW_NS); one
+ * word for all its communicators, which share its CPUs.  Relaxed: a
+ * hint, ordered with nothing. */
+static _Atomic uint64_t yields_off_until;
+
+static bool yields_pay(void)
+{
+	return now_ns() >= atomic_load_explicit(&yields_off_until, memory_order_relaxed);
+}
+
+static void yield_timed(void)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	sched_yield();
+	t1 = now_ns();
+	if (t1 - t0 >= SHM_YIELD_SLOW_NS)
+		atomic_store_explicit(&yields_off_until, t1 + SHM_YIELD_OFF_NS,
+				      memory_order_relaxed);
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -743,10 +773,10 @@ yield:
 	/* Hand the CPU to whoever can run -- likely the member waited for
 	 * -- for a while before sleeping: cheaper than a futex round trip
 	 * when the wait is short. */
-	while (now_ns() - start < budget + SHM_YIELD_NS) {
+	while (now_ns() - start < budget + SHM_YIELD_NS && yields_pay()) {
 		int held = vd_lock_release();
 
-		sched_yield();
+		yield_timed();
 		vd_lock_reacquire(held);
 		if (ready(s, who, p))
 			return wait_outcome(s);
