@@ -13,19 +13,25 @@ else
 	limit=${MT_OVERSUB_LIMIT:-5}
 fi
 prog=$(mt_prog oversub)
-for n in 4 7; do
+# timed_run N LIMIT LABEL: 1000 rounds on N ranks pinned to cores 0,1,
+# within LIMIT seconds of wall time.
+timed_run() {
+	local n=$1 lim=$2 label=$3 t0 rc dt
 	t0=$(date +%s.%N)
 	timeout -k 5 60 taskset -c 0,1 "$VDRUN" -n "$n" "$prog" 1000 >"$mt_log" 2>&1
 	rc=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
 	if [ $rc -ne 0 ]; then
-		mt_bad "oversub n=$n on cores 0,1: exit $rc after ${dt}s"
+		mt_bad "oversub n=$n $label: exit $rc after ${dt}s"
 		sed 's/^/     | /' "$mt_log" | head -20
-	elif [ "$(echo "$dt > $limit" | bc)" = 1 ]; then
-		mt_bad "oversub n=$n on cores 0,1: ${dt}s > ${limit}s"
+	elif [ "$(echo "$dt > $lim" | bc)" = 1 ]; then
+		mt_bad "oversub n=$n $label: ${dt}s > ${lim}s"
 	else
-		mt_ok "oversub n=$n on cores 0,1: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
+		mt_ok "oversub n=$n $label: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
 	fi
+}
+for n in 4 7; do
+	timed_run "$n" "$limit" "on cores 0,1"
 done
 # The same 7 ranks beside two CPU hogs on those cores: a yield then gives
 # the CPU to a hog for its whole slice (about 2 ms a wait: 4 s here), so
@@ -41,20 +47,9 @@ for cpu in 0 1; do
 	timeout 90 taskset -c "$cpu" sh -c 'while :; do :; done' &
 	hogs+=($!)
 done
-t0=$(date +%s.%N)
-timeout -k 5 60 taskset -c 0,1 "$VDRUN" -n 7 "$prog" 1000 >"$mt_log" 2>&1
-rc=$?
-dt=$(echo "$(date +%s.%N) - $t0" | bc)
+timed_run 7 "$hog_limit" "beside two CPU hogs"
 kill "${hogs[@]}" 2>/dev/null
 wait "${hogs[@]}" 2>/dev/null
-if [ $rc -ne 0 ]; then
-	mt_bad "oversub n=7 beside two CPU hogs: exit $rc after ${dt}s"
-	sed 's/^/     | /' "$mt_log" | head -20
-elif [ "$(echo "$dt > $hog_limit" | bc)" = 1 ]; then
-	mt_bad "oversub n=7 beside two CPU hogs: ${dt}s > ${hog_limit}s"
-else
-	mt_ok "oversub n=7 beside two CPU hogs: ${dt}s ($(grep -o 'in [0-9.]* s' "$mt_log"))"
-fi
 # The spin budget: a full one for ranks pinned one per core (pinning
 # alone is not oversubscription), a short one for more ranks than cores.
 spin_of() {     # n bind -> the budgets the ranks report, sorted, unique
