@@ -255,16 +255,8 @@ int vd_coll_check_reduce(const void *sbuf, const void *rbuf, int count, int rcou
 
 /* On a node's segment a Reduce, Allreduce or Reduce_scatter begins with
  * a signed phase, whichever path it then takes (the segment, or point to
- * point after a turn): a member whose own arguments are wrong takes that
- * phase refused, so that the others fail there too instead of waiting
- * for it. */
-static void turn_refused(struct vd_comm *c)
-{
-	struct vd_shm *s;
-
-	if (c->size >= 2 && (s = vd_shm_of(c)))
-		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
-}
+ * point after p2p_turn): a member whose own arguments are wrong takes
+ * that phase refused (vd_shm_refuse_turn). */
 
 /* An op as signatures see it: a user op's handle may differ from process
  * to process, so user ops sign alike. */
@@ -280,13 +272,19 @@ static uint32_t op_word(MPI_Op op)
  * phase, where it had left them waiting. */
 #define SIG_P2P 0x9292u
 
+/* That turn, signed with the call's signature `sig`; 0 off a segment. */
+static int p2p_turn(struct vd_shm *s, uint32_t sig)
+{
+	return s ? vd_shm_signed_phase(s, vd_shm_sig(sig, SIG_P2P)) : 0;
+}
+
 /* What tells Reduce, Allreduce, Scan and Exscan apart. */
 struct reduction {
 	const char *fn;
 	bool rooted;                    /* Reduce: root significant */
 	bool zero_meets;                /* a zero count still meets the others */
 	bool signs;                     /* takes a signed first phase on a
-	                                 * node's segment (turn_refused) */
+	                                 * node's segment */
 	int (*run)(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op op, int root,
 		   struct vd_comm *c);
 };
@@ -310,7 +308,7 @@ static int reduce_api(const struct reduction *r, const void *sendbuf, void *recv
 		err = vd_coll_check_reduce(sendbuf, recvbuf, count,
 				   !r->rooted || c->rank == root ? count : -1, dt, op, &t);
 	if (err && r->signs)
-		turn_refused(c);
+		vd_shm_refuse_turn(c);
 	if (err || (count == 0 && !r->zero_meets))
 		return vd_mpi_raise(comm, err, r->fn);
 	return vd_mpi_raise(comm, r->run(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf,
@@ -343,8 +341,7 @@ int vd_coll_reduce(const void *in, void *out, int count, MPI_Datatype dt, MPI_Op
 		return vd_coll_code(count ? vd_shm_reduce(s, in, out, count, dt, op, root,
 							  reduce_sig(count, t, op, root))
 					  : vd_shm_signed_phase(s, reduce_sig(0, t, op, root)));
-	if (s && (err = vd_shm_signed_phase(s, vd_shm_sig(reduce_sig(count, t, op, root),
-							   SIG_P2P))))
+	if ((err = p2p_turn(s, reduce_sig(count, t, op, root))))
 		return vd_coll_code(err);
 	return count ? reduce_tree(in, out, count, dt, op, root, c) : MPI_SUCCESS;
 }
@@ -597,18 +594,15 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 {
 	struct vd_dtype *t = vd_dtype_get(dt);
 	struct vd_shm *s = vd_shm_of(c);
+	int err;
 
 	/* A zero count takes one phase: a member that passed more finds out. */
 	if (s && vd_shm_reduce_fits(t, op))
 		return vd_coll_code(count ? vd_shm_reduce(s, in, out, count, dt, op, -1,
 							  allreduce_sig(count, t, op))
 					  : vd_shm_signed_phase(s, allreduce_sig(0, t, op)));
-	if (s) {
-		int err = vd_shm_signed_phase(s, vd_shm_sig(allreduce_sig(count, t, op), SIG_P2P));
-
-		if (err)
-			return vd_coll_code(err);
-	}
+	if ((err = p2p_turn(s, allreduce_sig(count, t, op))))
+		return vd_coll_code(err);
 	if (in != out)
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)
@@ -694,11 +688,10 @@ static int reduce_scatter(const void *in, void *out, const int *counts, int tota
 	if (s && vd_shm_reduce_fits(t, op))
 		return reduce_scatter_shm(s, in, out, counts, total, dt, op, c);
 	if (c->rank == 0 && total && !(whole = vd_dtype_scratch(t, total, &mem))) {
-		turn_refused(c);
+		vd_shm_refuse_turn(c);
 		return MPI_ERR_NO_MEM;
 	}
-	if (s && (err = vd_shm_signed_phase(s, vd_shm_sig(reduce_scatter_sig(counts, n, t, op),
-							   SIG_P2P)))) {
+	if ((err = p2p_turn(s, reduce_scatter_sig(counts, n, t, op)))) {
 		free(mem);
 		return vd_coll_code(err);
 	}
@@ -752,7 +745,7 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int *cou
 	int total = 0, err = reduce_scatter_check(sendbuf, recvbuf, counts, dt, op, c, &total);
 
 	if (err) {
-		turn_refused(c);
+		vd_shm_refuse_turn(c);
 		return err;
 	}
 	return reduce_scatter(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, counts,
@@ -788,7 +781,7 @@ int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 	if (!(c = vd_coll_comm(comm, fn, &err)))
 		return err;
 	if (recvcount < 0 || !(counts = malloc((size_t)c->size * sizeof(int)))) {
-		turn_refused(c);
+		vd_shm_refuse_turn(c);
 		return vd_mpi_raise(comm, recvcount < 0 ? MPI_ERR_COUNT : MPI_ERR_NO_MEM, fn);
 	}
 	for (int i = 0; i < c->size; i++)

@@ -341,11 +341,9 @@ static const void *own_bytes(const struct vd_coll_side *S, const struct vd_coll_
 static void allgather_refused(const struct vd_coll_side *S, const struct vd_coll_side *R,
 			      struct vd_comm *c)
 {
-	struct vd_shm *s;
-
 	(void)S;                        /* struct move_coll's refuse */
-	if (!R->vec && c->size > 1 && (s = vd_shm_of(c)))
-		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+	if (!R->vec)
+		vd_shm_refuse_turn(c);
 }
 
 static int allgather(const struct vd_coll_side *S, const struct vd_coll_side *R, int root,

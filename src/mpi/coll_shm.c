@@ -883,6 +883,14 @@ bool vd_shm_at(struct vd_shm *s, int i, uint32_t p)
 	return member_reached(s, i, p);
 }
 
+void vd_shm_refuse_turn(struct vd_comm *c)
+{
+	struct vd_shm *s;
+
+	if (c->size >= 2 && (s = vd_shm_of(c)))
+		(void)vd_shm_signed_phase(s, SHM_SIG_REFUSED);
+}
+
 int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
 {
 	uint32_t p = vd_shm_next(s);

@@ -159,6 +159,10 @@ bool vd_shm_signed_with(const struct vd_shm *s, int i, uint32_t p, uint32_t sig)
  * nothing to move, or (SHM_SIG_REFUSED) a member with a local error,
  * whose fellow members' check then fails at that phase. */
 int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig);
+/* On c's segment, if it has one, a turn taken refused by a member whose
+ * own arguments are wrong, so that the others fail at that phase instead
+ * of waiting for it. */
+void vd_shm_refuse_turn(struct vd_comm *c);
 
 /* Fold v into the signature h (never SHM_SIG_REFUSED for a real shape:
  * the result is made odd). */
