@@ -10,13 +10,15 @@
 # raw TCP floor (build/bench/tcp_floor) between the same two hosts.
 #
 # Usage: bench/mpi/hosts.sh BUILD_DIR [--quick] [--rounds N] [--impl LIST]
-#                           [--no-install]
+#                           [--no-install] [--no-table4]
 #   BUILD_DIR     viaduct build tree (tools/vdcc, bench/tcp_floor)
 #   --quick       sizes in powers of four, short runs (a few minutes)
 #   --rounds N    run every comparison N times, alternating the libraries;
 #                 the tables take the median per size (default 1)
 #   --impl LIST   comma-separated subset of viaduct,openmpi,mpich
 #   --no-install  never call apt-get; skip what is missing
+#   --no-table4   leave out the MPICH-PM/CLUMP paper's Table 4 (viaduct,
+#                 each protocol forced, in one node and between the two)
 # Environment: PYTHON (default /usr/bin/python3), MPI_BENCH_TIMEOUT
 # (seconds per program run), MPI_HOSTS_QUIET_WAIT (seconds to wait before
 # each run for the CPUs to be >= 90 % idle for a second; default 30),
@@ -60,10 +62,11 @@ QUICK=
 ROUNDS=1
 IMPLS=viaduct,openmpi,mpich
 INSTALL=1
+TABLE4=1
 PYTHON=${PYTHON:-/usr/bin/python3}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 12,25p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 12,27p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 case $1 in -h|--help) usage ;; esac
@@ -75,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--rounds) [ $# -ge 2 ] && [ "$2" -ge 1 ] 2>/dev/null || usage; ROUNDS=$2; shift ;;
 	--impl) [ $# -ge 2 ] || usage; IMPLS=$2; shift ;;
 	--no-install) INSTALL=0 ;;
+	--no-table4) TABLE4=0 ;;
 	-h|--help) usage ;;
 	*) echo "hosts.sh: unknown option $1" >&2; usage ;;
 	esac
@@ -238,13 +242,15 @@ chmod 700 "$PIN"
 
 # ---------------------------------------------------------------- launching
 
-# launch IMPL NRANKS ENV... -- PROG ARGS...  (the launcher runs on host A)
+# launch IMPL NRANKS ENV... -- PROG ARGS...  (the launcher runs on host A;
+# PLACE=node puts both of 2 ranks there, pinned to CPUs 0 and 1)
 launch() {
 	local impl=$1 n=$2 envs=() hosts pin
 	shift 2
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
-	if [ "$n" = 2 ]; then hosts=$IP_A,$IP_B pin="$PIN --pin"
+	if [ "${PLACE:-}" = node ]; then hosts=$IP_A:2 pin="$PIN --pin"
+	elif [ "$n" = 2 ]; then hosts=$IP_A,$IP_B pin="$PIN --pin"
 	else hosts=$IP_A:$((n / 2)),$IP_B:$((n - n / 2)) pin=$PIN
 	fi
 	case $impl in
@@ -292,17 +298,20 @@ quiet() {
 	LOADED=$((LOADED + 1))
 }
 
-# run IMPL NRANKS PROG [ENV...]: one measured run, appending to the CSV.
+# run IMPL NRANKS PROG [ENV...] [-- ARGS...]: one measured run, appending
+# to the CSV as case LABEL (default IMPL, or IMPL_nN for N ranks).
 run() {
-	local impl=$1 n=$2 prog=$3 label=$1 log rc k=1
+	local impl=$1 n=$2 prog=$3 label=${LABEL:-$1} log rc k=1 envs=()
 	shift 3
 	[ "$n" = 2 ] || label=${impl}_n$n
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
 	log=$WORK/logs/$prog-$label.log
 	while [ -e "$log" ]; do k=$((k + 1)); log=$WORK/logs/$prog-$label-$k.log; done
 	echo
 	quiet "$prog $label"
-	launch "$impl" "$n" "${EXTRA_ENV[@]}" "$@" -- "$WORK/bin/mpi_$prog.$impl" --label "$label" \
-		--csv "$CSV" $QUICK >"$log" 2>&1
+	launch "$impl" "$n" "${EXTRA_ENV[@]}" "${envs[@]}" -- "$WORK/bin/mpi_$prog.$impl" --label "$label" \
+		--csv "$CSV" $QUICK "$@" >"$log" 2>&1
 	rc=$?
 	grep -v '^hosts.sh: rank ' "$log"
 	if [ "$rc" != 0 ]; then
@@ -430,6 +439,27 @@ for prog in $PROGS; do
 		fi
 	done
 done
+
+# The MPICH-PM/CLUMP paper's Table 4: viaduct with each protocol forced
+# (VIADUCT_MPI_PROTOCOL), both ranks on host A ("node": shm) and one on
+# each host ("net": ofi), cases viaduct_PLACE_PROTO.  Forced eager exists
+# only up to the switch point (32728 bytes inside a host and across).
+table4_runs() {
+	local place proto prog max
+	for place in node net; do
+		for proto in eager get rndv; do
+			for prog in latency bw; do
+				max=()
+				[ $proto = eager ] && max=(--max-size 32728)
+				PLACE=$place LABEL=viaduct_${place}_$proto run viaduct 2 "$prog" \
+					VIADUCT_MPI_PROTOCOL=$proto -- "${max[@]}"
+			done
+		done
+	done
+}
+if [ $TABLE4 = 1 ] && want viaduct; then
+	case " $PROGS " in *" latency "*) case " $PROGS " in *" bw "*) table4_runs ;; esac ;; esac
+fi
 
 context run load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 context run runs_started_under_load "$LOADED"

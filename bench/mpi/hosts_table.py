@@ -11,7 +11,9 @@ of Open MPI and MPICH (latency: > 1 is slower; bandwidth: < 1 is slower)
 and a mark where viaduct misses, i.e. is more than 10 % worse than the
 better peer.  Where a size was measured in several rounds, the median
 (--best: the best round, which other work on the machine can only have
-slowed down).
+slowed down).  Then the MPICH-PM/CLUMP paper's Table 4: viaduct with each
+protocol forced, within one node and between the two, beside the paper's
+figures.
 Standard library only.
 """
 import argparse
@@ -22,6 +24,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from plotlib import context_text, fmt, load, print_table, ratio, size_name  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import SEED_NODE, SEED_NET, table4_rows  # noqa: E402
 
 PEERS = (("openmpi", "Open MPI"), ("mpich", "MPICH"))
 MISS = 1.10   # viaduct misses: worse than the better peer by more than 10 %
@@ -91,6 +96,27 @@ def table(data, test, markdown, only=None):
         print_table(title, cols, rows)
 
 
+T4_PROTOS = (("eager", "eager"), ("get", "get"), ("rndv", "rendezvous"))
+
+
+def table4(data):
+    """The paper's Table 4 from hosts.sh's cases viaduct_node_PROTO (both
+    ranks on one host) and viaduct_net_PROTO (one on each)."""
+    for place, where, seed in (("node", "within a node (shm)", SEED_NODE),
+                               ("net", "between the two hosts (ofi)", SEED_NET)):
+        cols = [("viaduct_%s_%s" % (place, p), n) for p, n in T4_PROTOS
+                if data.get(("latency", "viaduct_%s_%s" % (place, p), "half_rtt_us"))]
+        if not cols:
+            continue
+        names = [n for _, n in cols]
+        head = [("", 36)] + [(n, 13) for n in names] + \
+            [("the paper: " + " / ".join(names), 30)]
+        print_table("Table 4 (the MPICH-PM/CLUMP paper), %s: viaduct, protocol forced with "
+                    "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, "
+                    "as the paper; '-': a protocol the paper did not measure there)" % where,
+                    head, table4_rows(data, cols, seed, names))
+
+
 def load_best(path):
     """As plotlib.load's data, but the best round per size: the lowest
     figure for times, the highest for rates (bandwidth)."""
@@ -136,6 +162,8 @@ def main():
     for test in TESTS:
         table(data, test, args.markdown,
               {int(x) for x in args.sizes.split(",")} if args.sizes else None)
+    if not args.sizes:
+        table4(data)
     failed = [(case, v) for (case, m), vals in context.items() if m == "failed" for v in vals]
     for case, v in failed:
         print("FAILED: %s: %s" % (case, v))

@@ -61,7 +61,8 @@ int PMPI_Get_library_version(char *version, int *resultlen)
 	if (!version || !resultlen)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_library_version");
 	copy_out(version, MPI_MAX_LIBRARY_VERSION_STRING,
-		 "viaduct MPI " VIADUCT_VERSION_STRING " (VIPL shm provider)", resultlen);
+		 "viaduct MPI " VIADUCT_VERSION_STRING
+		 " (VIPL: shared memory within a host, libfabric across hosts)", resultlen);
 	return MPI_SUCCESS;
 }
 
