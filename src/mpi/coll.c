@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "coll_shm.h"
+#include "engine.h"
 #include "typeop.h"
 
 /* ---- shared helpers ----------------------------------------------------- */
@@ -578,6 +579,38 @@ static int allreduce_rsag(void *out, int count, MPI_Datatype dt, MPI_Op op,
  * (allreduce_rsag); below, whole-vector recursive doubling has fewer
  * rounds' latency. */
 #define VD_ALLREDUCE_SPLIT_MIN 16384
+/* Between two ranks splitting moves no fewer bytes (half there, half
+ * back, against the whole both ways at once); it only halves each one's
+ * reduction, for one more round trip.  Through the fabric that round
+ * trip costs more up to a few MiB: between two namespace hosts whole-vector
+ * exchanges took 16 KiB 38 against 61-79 us, 256 KiB 215-232 against
+ * 342-481 us, 1 MiB 668-923 against 841-1294 us; at 4 MiB splitting won
+ * (4750-6326 against 6052-6758 us). */
+#define VD_ALLREDUCE_NET2_SPLIT_MIN (2u << 20)
+
+/* Every member of c on one node: the same answer at every member. */
+static bool one_node(const struct vd_comm *c)
+{
+	int node = vd_place_node(c->world[0]);
+
+	for (int i = 1; i < c->size; i++)
+		if (vd_place_node(c->world[i]) != node)
+			return false;
+	return true;
+}
+
+/* Whether a commutative allreduce of count elements of t splits the
+ * vector: decided alike at every member (sizes, count and node map are
+ * the same everywhere). */
+static bool allreduce_splits(int count, const struct vd_dtype *t, const struct vd_comm *c)
+{
+	size_t bytes = (size_t)count * (size_t)t->size;
+	int pof2 = pof2_below(c->size);
+
+	if (count < pof2 || bytes < VD_ALLREDUCE_SPLIT_MIN)
+		return false;
+	return pof2 > 2 || bytes >= VD_ALLREDUCE_NET2_SPLIT_MIN || one_node(c);
+}
 
 /* What every member of an Allreduce in a node's segment must agree on:
  * the vector's bytes and the op.  Every member waits for all at the
@@ -607,8 +640,7 @@ int vd_coll_allreduce(const void *in, void *out, int count, MPI_Datatype dt, MPI
 		vd_dtype_copy(t, in, out, count);
 	if (c->size == 1 || count == 0)
 		return MPI_SUCCESS;
-	if (vd_op_commutative(op) && count >= pof2_below(c->size) &&
-	    (size_t)count * (size_t)t->size >= VD_ALLREDUCE_SPLIT_MIN)
+	if (vd_op_commutative(op) && allreduce_splits(count, t, c))
 		return allreduce_rsag(out, count, dt, op, c);
 	return allreduce_rd(out, count, dt, op, c);
 }
