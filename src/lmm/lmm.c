@@ -9,14 +9,13 @@
  * change on every release, so stale and forged handles are rejected.
  */
 #include "lmm/lmm_internal.h"
+#include "util/sys.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 struct lmm_global lmm_g = {
@@ -25,16 +24,6 @@ struct lmm_global lmm_g = {
 	.pfn_readable = -1,
 	.watch = { .uffd = -1, .stop_fd = -1 },
 };
-
-static uint64_t random_u64(void)
-{
-	uint64_t x;
-
-	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) == (ssize_t)sizeof(x))
-		return x;
-	return (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^
-	       (uint64_t)getpid();
-}
 
 /* The sanitizer runtimes replace mlock/munlock with no-ops; call the kernel
  * directly so locking is real in every build. */
@@ -68,7 +57,7 @@ static void global_init(void)
 	lmm_g.page_size = (size_t)sysconf(_SC_PAGESIZE);
 	lmm_g.check_resident = mlock_accepts_prot_none();
 	lma_tree_init(&lmm_g.tree);
-	lmm_g.tree.rng = random_u64() | 1;
+	lmm_g.tree.rng = vd_random64() | 1;
 	lmm_fork_handlers_install();
 	lmm_g.ready = true;
 }
@@ -104,7 +93,7 @@ static int grow_slots(void)
 	if (chunk == MAP_FAILED)
 		return -ENOMEM;
 	for (i = 0; i < REG_CHUNK_SLOTS; i++)
-		chunk[i].gen = (uint32_t)random_u64();
+		chunk[i].gen = (uint32_t)vd_random64();
 	lmm_g.chunks[c] = chunk;
 	lmm_g.nr_slots += REG_CHUNK_SLOTS;
 	return 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "prov/ofi/ofi.h"
+#include "util/siphash.h"
 
 /* ---- the job key ---------------------------------------------------------------- */
 
@@ -122,51 +123,13 @@ int vd_ofi_job_key(uint64_t key[2])
 	return err;
 }
 
-/* SipHash-2-4 (Aumasson and Bernstein): a keyed hash that an attacker
- * without the key cannot forge.  No library we depend on has one. */
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND do { \
-	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32); \
-	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2; \
-	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0; \
-	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); \
-} while (0)
-
-static uint64_t siphash(const uint64_t k[2], const uint8_t *p, size_t n)
-{
-	uint64_t v0 = 0x736f6d6570736575ull ^ k[0], v1 = 0x646f72616e646f6dull ^ k[1];
-	uint64_t v2 = 0x6c7967656e657261ull ^ k[0], v3 = 0x7465646279746573ull ^ k[1];
-	uint64_t b = (uint64_t)n << 56, m;
-	size_t i;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		memcpy(&m, p + i, 8);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (size_t j = 0; i + j < n; j++)
-		b |= (uint64_t)p[i + j] << (8 * j);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 uint64_t vd_ofi_mac(const struct vd_ofi_nic *on, const char *label,
 		    const void *p, size_t n, uint64_t salt)
 {
-	uint64_t k[2] = { on->job_key[0] ^ siphash(on->job_key, (const uint8_t *)label,
-						  strlen(label)), on->job_key[1] ^ salt };
+	uint64_t k[2] = { on->job_key[0] ^ vd_siphash24(on->job_key, label, strlen(label)),
+			  on->job_key[1] ^ salt };
 
-	return siphash(k, p, n);
+	return vd_siphash24(k, p, n);
 }
 
 /* ---- interface and addresses -------------------------------------------------------- */
