@@ -107,6 +107,23 @@ expect "report.py: minimum latencies and the paper's, rendezvous '-' in a node" 
 	"$(line "$t4" 'minimum latency')" \
 	'minimum latency, >= 1 B \(us\) 0\.501 3\.001 4\.001 8\.62 / 9\.98 / -$'
 
+# --- report.py: line_probe's rows around each run (ns before and after):
+# four runs, one of which moved from 55 to 240 ns while it ran.
+{
+	echo "section,case,x,metric,value"
+	echo "latency,viaduct,8,half_rtt_us,0.3"
+	printf 'probe,viaduct,1,line_half_rtt_ns_before,55\nprobe,viaduct,1,line_half_rtt_ns_after,60\n'
+	printf 'probe,openmpi,2,line_half_rtt_ns_before,55\nprobe,openmpi,2,line_half_rtt_ns_after,240\n'
+	printf 'probe,mpich,3,line_half_rtt_ns_before,240\nprobe,mpich,3,line_half_rtt_ns_after,250\n'
+	printf 'probe,viaduct,4,line_half_rtt_ns_before,50\nprobe,viaduct,4,line_half_rtt_ns_after,58\n'
+} >"$T/probe.csv"
+"$PY" "$BENCH/report.py" "$T/probe.csv" >"$T/out" 2>&1 || bad "report.py with probes failed"
+expect "probes: min, median, max over 8" "$(grep 'before and after every program' "$T/out")" \
+	'min 50, median 59, max 250 over 8 probes'
+expect "probes: each library's median" "$(grep 'each library' "$T/out")" \
+	"viaduct 56, Open MPI 148, MPICH 245"
+expect "probes: one run moved" "$(grep 'moved by more' "$T/out")" '1 of 4'
+
 # --- hosts.sh: usage errors end with status 2 before anything is set up
 for args in "" "build --bogus" "build --rounds 0"; do
 	# shellcheck disable=SC2086

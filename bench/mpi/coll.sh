@@ -152,6 +152,18 @@ context() {     # csv metric text: a context row of the whole run
 	printf 'context,run,0,%s,"%s"\n' "$2" "$(echo "$3" | tr -d '"\n')" >>"$1"
 }
 
+# How far apart the two CPUs are just now (build/bench/line_probe, as in
+# run.sh): one row before and one after each program, probe,LIBRARY,RUN,
+# line_half_rtt_ns_before|after; coll_report.py sums them up.
+PROBE=$BUILD/bench/line_probe
+RUNNO=0
+probe() {       # csv library before|after
+	local v
+	[ -x "$PROBE" ] || return 0
+	v=$("$PROBE" 2>/dev/null | awk '$1 == "line_half_rtt_ns" { print $2 }')
+	[ -n "$v" ] && printf 'probe,%s,%d,line_half_rtt_ns_%s,%s\n' "$2" "$RUNNO" "$3" "$v" >>"$1"
+}
+
 rm -f "$OUT"/raw/coll-*.csv "$OUT"/logs/*-n*.log
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 awk -v l="${LOAD%% *}" 'BEGIN { exit !(l > 0.5) }' &&
@@ -171,9 +183,12 @@ for r in $(seq 1 "$ROUNDS"); do
 				log=$OUT/logs/$op-n$n-$impl.log
 				echo "coll.sh: round $r of $ROUNDS, $op, $n ranks, $impl"
 				echo "# round $r" >>"$log"
+				RUNNO=$((RUNNO + 1))
+				probe "$csv" "$impl" before
 				launch "$impl" "$n" --op "$op" --label "$impl" --csv "$csv" "${ARGS[@]}" \
 					>>"$log" 2>&1
 				rc=$?
+				probe "$csv" "$impl" after
 				if [ $rc != 0 ]; then
 					why="exit $rc"
 					[ $rc = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"

@@ -24,6 +24,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 from plotlib import fmt, print_table, size_name  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import probe_summary  # noqa: E402
+
 OPS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall",
        "reduce_scatter_block")
 LIBS = (("viaduct", "viaduct"), ("viaduct-p2p", "viaduct p2p"),
@@ -34,8 +37,10 @@ CSV_COLUMNS = ("collective", "ranks", "bytes", "viaduct_us", "viaduct_p2p_us",
                "openmpi_us", "mpich_us", "better_peer", "ratio", "miss", "rounds")
 
 
-def load(paths):
-    """({(op, ranks, lib, size): [us per round]}, [failed runs])."""
+def load(paths, probes):
+    """({(op, ranks, lib, size): [us per round]}, [failed runs]); the
+    line_probe rows go into probes ({(section, case, metric): {run: ns}},
+    as report.probe_summary reads them)."""
     runs, failed = {}, []
     for path in paths:
         m = re.match(r"coll-(\d+)-(\d+)\.csv$", os.path.basename(path))
@@ -50,6 +55,12 @@ def load(paths):
                     sec, case, x, metric, value = row
                     if sec == "context" and metric == "failed":
                         failed.append(value)
+                    if sec == "probe":
+                        try:
+                            probes.setdefault((sec, case, metric), {})[int(x)] = float(value)
+                        except ValueError:
+                            pass
+                        continue
                     if sec not in OPS or metric != "usec":
                         continue
                     try:
@@ -123,7 +134,8 @@ def main():
     ap.add_argument("raw", nargs="+", help="coll-RANKS-ROUND.csv files of coll.sh")
     ap.add_argument("--csv", help="write the tables' figures to this CSV")
     a = ap.parse_args()
-    runs, failed = load(a.raw)
+    probes = {}
+    runs, failed = load(a.raw, probes)
     ranks = sorted({n for (_, n, _, _) in runs})
     tables = []
     for op in OPS:
@@ -139,6 +151,10 @@ def main():
         print("  " + summary(op, n, rows))
     judged = [r for _, _, rows in tables for r in rows if r["ratio"] is not None]
     print("  all: misses %d of %d sizes\n" % (sum(r["miss"] for r in judged), len(judged)))
+    for line in probe_summary(probes, LIBS):
+        print(line)
+    if probes:
+        print()
     if failed:
         print("FAILED runs (their sizes are missing or short of rounds):")
         for f in failed:

@@ -7,8 +7,9 @@ the machine's limits, in one table (docs/bench-mpi.md, "The demo").
 
 Builds mpi_latency (ping-pong) and mpi_bw (64 messages in flight) from
 bench/mpi with the build tree's tools/vdcc and runs each with
-`tools/vdrun -n 2 --bind-to core`, --quick, once per
-VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto.  The limits come from programs of
+`tools/vdrun -n 2 --bind-to core`, --quick, with each
+VIADUCT_MPI_PROTOCOL=eager|get|rndv|auto in turn, three rounds (the
+table takes the median per size).  The limits come from programs of
 the same build tree: bench_vipl --only limits (two processes handing one
 cache line back and forth) and mpi_pvread (one process_vm_readv, and
 memcpy).  Prints one table, writes OUT/demo.csv and OUT/demo.png; logs and
@@ -43,9 +44,14 @@ EAGER_SMALL = int(os.environ.get("VIADUCT_MPI_EAGER_MAX", "32728"))
 # One ring message at most (VIADUCT_RING_MAX_MSG - the 32-byte header).
 EAGER_BIG = int(os.environ.get("VIADUCT_MPI_EAGER_TABLE_MAX", "32728"))
 MAX_SIZE = 4 * MIB
-# Seconds per timed run (3 runs per size): longer than --quick's own, so
-# that a neighbour's burst is less likely to fill a whole run.
+# Seconds per timed run: longer than --quick's own, so that a
+# neighbour's burst is less likely to fill a whole run.
 RUN_TIME = {"latency": 0.04, "bw": 0.08}
+# One timed run per size and program, the protocols taking turns, this many
+# times: this VM's speed changes from minute to minute (the same program
+# may run at half speed for a while), and three runs in a row of one
+# protocol made such a spell look like that protocol's doing.
+ROUNDS = 3
 
 
 class Demo:
@@ -133,11 +139,12 @@ def measure_limits(d):
                                                "--csv", d.csv])
 
 
-def mpi_run(d, prog, proto, env=None, lo=1, hi=MAX_SIZE):
+def mpi_run(d, rnd, prog, proto, env=None, lo=1, hi=MAX_SIZE):
     cmd = [d.tool("tools", "vdrun"), "-n", "2", "--bind-to", "core",
            os.path.join(d.work, "bin", "mpi_" + prog), "--quick", "--label", proto,
-           "--csv", d.csv, "--min-size", str(lo), "--max-size", str(hi), "--time", str(RUN_TIME[prog])]
-    return d.run("%s, %s %s-%s" % (prog, proto, size_name(lo), size_name(hi)), cmd,
+           "--csv", d.csv, "--min-size", str(lo), "--max-size", str(hi), "--time", str(RUN_TIME[prog]),
+           "--runs", "1"]
+    return d.run("%s, %s %s-%s, round %d" % (prog, proto, size_name(lo), size_name(hi), rnd), cmd,
                  dict(env or {}, VIADUCT_MPI_PROTOCOL=proto))
 
 
@@ -145,15 +152,16 @@ def measure_protocols(d):
     """Each program with each protocol forced.  Eager exists only up to the
     switch point: above it, a second run with the switch point raised (not
     used for the small sizes, which larger eager buffers slow down)."""
-    for prog in ("latency", "bw"):
-        for proto, _, _, _ in PROTOS:
-            if proto != "eager":
-                mpi_run(d, prog, proto)
-                continue
-            mpi_run(d, prog, proto, hi=EAGER_SMALL)
-            if EAGER_BIG > EAGER_SMALL:
-                mpi_run(d, prog, proto, {"VIADUCT_MPI_EAGER_MAX": str(EAGER_BIG)},
-                        lo=EAGER_SMALL * 2, hi=EAGER_BIG)
+    for rnd in range(1, ROUNDS + 1):
+        for prog in ("latency", "bw"):
+            for proto, _, _, _ in PROTOS:
+                if proto != "eager":
+                    mpi_run(d, rnd, prog, proto)
+                    continue
+                mpi_run(d, rnd, prog, proto, hi=EAGER_SMALL)
+                if EAGER_BIG > EAGER_SMALL:
+                    mpi_run(d, rnd, prog, proto, {"VIADUCT_MPI_EAGER_MAX": str(EAGER_BIG)},
+                            lo=EAGER_SMALL * 2, hi=EAGER_BIG)
 
 
 def latency_limit(data, size):
@@ -212,7 +220,7 @@ def print_header(d, data, context):
     print("limit = cache-line ping-pong between the two cores (%s us) + one memcpy of the size;"
           % fmt(floor, 3))
     print("pvread = one process_vm_readv (what get does), memcpy = in one process; medians of "
-          "3 runs, noisy")
+          "%d rounds, the protocols taking turns; noisy" % ROUNDS)
     print("auto/l = auto latency / limit (>= 1); auto/pv = auto bandwidth / pvread above the "
           "eager switch point")
     print("=" * 108 + "\n")

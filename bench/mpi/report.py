@@ -14,6 +14,7 @@ import argparse
 import csv
 import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
@@ -174,6 +175,36 @@ def figure5(data):
            "%s-%s" % (fmt(min(big)), fmt(max(big))) if big else "-"))
 
 
+def probe_summary(data, names=IMPLS):
+    """What bench/net/line_probe found around the runs: how far apart the
+    two CPUs were (a cache line's half round trip, ns).  Returns the
+    printed lines (none without probes)."""
+    rows = {}
+    for (section, case, metric), pts in data.items():
+        if section == "probe" and metric.startswith("line_half_rtt_ns_"):
+            for run, v in pts.items():
+                rows.setdefault(case, {}).setdefault(run, {})[metric.rsplit("_", 1)[1]] = v
+    every = sorted(v for runs in rows.values() for r in runs.values() for v in r.values())
+    if not every:
+        return []
+    out = ["CPU distance around the runs (bench/net/line_probe: one cache line's half round trip "
+           "between the two CPUs, ns,",
+           "  before and after every program): min %s, median %s, max %s over %d probes" %
+           ("%.0f" % every[0], "%.0f" % statistics.median(every), "%.0f" % every[-1], len(every))]
+    per = []
+    for case, name in names:
+        got = sorted(v for r in rows.get(case, {}).values() for v in r.values())
+        if got:
+            per.append("%s %.0f" % (name, statistics.median(got)))
+    if per:
+        out.append("  median before/after each library's runs: " + ", ".join(per))
+    runs = [r for runs in rows.values() for r in runs.values() if "before" in r and "after" in r]
+    moved = [r for r in runs if max(r.values()) > 1.5 * min(r.values())]
+    out.append("  runs during which it moved by more than 1.5x: %d of %d (a figure then mixes "
+               "two machines)" % (len(moved), len(runs)))
+    return out
+
+
 def verdict(v, ok):
     if v is None:
         return "n/a"
@@ -226,6 +257,8 @@ def main():
         where = context_text(context, k, "latency_placement", None)
         if lib:
             print("  %-8s %s [%s]" % (name, lib[:70], where or "?"))
+    for line in probe_summary(data):
+        print(line)
     print("=" * 78 + "\n")
     side_by_side(data, "latency", "half_rtt_us", "Ping-pong latency, half round trip", "us", True)
     side_by_side(data, "bw", "mb_per_s", "Windowed bandwidth (64 in flight)", "MB/s", False)

@@ -190,6 +190,20 @@ launch() {
 }
 
 # run IMPL LABEL PROG [ENV...] [-- ARGS...]
+# How far apart the two CPUs are just now (build/bench/line_probe, 10 ms):
+# on a virtual machine that moves between a few values every few seconds
+# (this VM: about 55 and 240 ns), and every figure between two ranks with
+# it.  One row before and one after each program: probe,LABEL,RUN,
+# line_half_rtt_ns_before|after.
+PROBE=$BUILD/bench/line_probe
+RUNNO=0
+probe() {       # label before|after
+	local v
+	[ -x "$PROBE" ] || return 0
+	v=$("$PROBE" 2>/dev/null | awk '$1 == "line_half_rtt_ns" { print $2 }')
+	[ -n "$v" ] && printf 'probe,%s,%d,line_half_rtt_ns_%s,%s\n' "$1" "$RUNNO" "$2" "$v" >>"$CSV"
+}
+
 run() {
 	local impl=$1 label=$2 prog=$3 envs=() args=() log rc n=1
 	shift 3
@@ -201,9 +215,12 @@ run() {
 	echo
 	: >"$log"
 	[ ${#envs[@]} -gt 0 ] && echo "# environment: ${envs[*]}" | tee -a "$log"
+	RUNNO=$((RUNNO + 1))
+	probe "$label" before
 	launch "$impl" "${envs[@]}" -- "$WORK/bin/mpi_$prog.$impl" --label "$label" \
 		--csv "$CSV" $QUICK "${args[@]}" 2>&1 | tee -a "$log"
 	rc=${PIPESTATUS[0]}
+	probe "$label" after
 	if [ "$rc" != 0 ]; then
 		local why="exit $rc"
 		[ "$rc" = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"
