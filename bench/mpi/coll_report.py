@@ -55,6 +55,9 @@ def load(paths, probes):
                     sec, case, x, metric, value = row
                     if sec == "context" and metric == "failed":
                         failed.append(value)
+                    if sec == "context" and metric.startswith("probe_"):
+                        probes.setdefault(("context", "run", metric), []).append(value)
+                        continue
                     if sec == "probe":
                         try:
                             probes.setdefault((sec, case, metric), {})[int(x)] = float(value)
@@ -151,9 +154,16 @@ def main():
         print("  " + summary(op, n, rows))
     judged = [r for _, _, rows in tables for r in rows if r["ratio"] is not None]
     print("  all: misses %d of %d sizes\n" % (sum(r["miss"] for r in judged), len(judged)))
-    for line in probe_summary(probes, LIBS):
+    waits = {k[2]: v for k, v in probes.items() if k[0] == "context"}
+    measured = {k: v for k, v in probes.items() if k[0] != "context"}
+    for line in probe_summary(measured, LIBS):
         print(line)
-    if probes:
+    if waits.get("probe_reference_ns"):
+        repeated = sum(int(v) for v in waits.get("probe_repeated", []) if v.isdigit())
+        print("  each program waited (up to %s s) for the placement of the start, %s ns; "
+              "%d run(s) repeated because it moved" %
+              (waits.get("probe_wait_s", ["?"])[-1], waits["probe_reference_ns"][-1], repeated))
+    if measured:
         print()
     if failed:
         print("FAILED runs (their sizes are missing or short of rounds):")

@@ -259,6 +259,12 @@ def main():
             print("  %-8s %s [%s]" % (name, lib[:70], where or "?"))
     for line in probe_summary(data):
         print(line)
+    ref = context_text(context, "run", "probe_reference_ns", None)
+    if ref:
+        print("  each program waited (up to %s s) for the placement of the start, %s ns; "
+              "%s run(s) repeated because it moved" %
+              (context_text(context, "run", "probe_wait_s"), ref,
+               context_text(context, "run", "probe_repeated")))
     print("=" * 78 + "\n")
     side_by_side(data, "latency", "half_rtt_us", "Ping-pong latency, half round trip", "us", True)
     side_by_side(data, "bw", "mb_per_s", "Windowed bandwidth (64 in flight)", "MB/s", False)

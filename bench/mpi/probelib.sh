@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+#
+# bench/mpi/probelib.sh -- where the two CPUs are, for run.sh and coll.sh
+# (docs/bench-mpi.md, "Noise").  A virtual machine's two CPUs move between
+# physical cores every few seconds (this VM: one cache line's half round
+# trip between them about 55 ns, then 240, then 55 again), and every figure
+# between two ranks moves with them, up to 2x.  So each measured program
+# waits until the CPUs sit as they did when the benchmark began, and a
+# program during which they moved is run once more: every library is then
+# measured on the same machine.  Source it, then
+#   probe_init BINARY      the reference placement: median of 7 probes
+#                          (PROBE_REF ns; empty without the binary)
+#   probe_now              one probe, ns (empty without the binary)
+#   probe_settle           probe until within PROBE_SPREAD of PROBE_REF,
+#                          at most PROBE_WAIT seconds (MPI_BENCH_PROBE_WAIT,
+#                          default 20; 0: never wait); prints the last probe
+#   probe_near A B         true when A and B are within PROBE_SPREAD
+#                          (or either is empty)
+
+PROBE_BIN=
+PROBE_REF=
+PROBE_SPREAD=1.5
+PROBE_WAIT=${MPI_BENCH_PROBE_WAIT:-20}
+
+probe_now() {
+	[ -n "$PROBE_BIN" ] || return 0
+	"$PROBE_BIN" 2>/dev/null | awk '$1 == "line_half_rtt_ns" { print $2 }'
+}
+
+probe_init() {
+	local i all=
+	PROBE_BIN=
+	PROBE_REF=
+	[ -x "$1" ] || return 0
+	PROBE_BIN=$1
+	for i in 1 2 3 4 5 6 7; do all="$all $(probe_now)"; sleep 0.1; done
+	PROBE_REF=$(echo $all | tr ' ' '\n' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+}
+
+probe_near() {
+	[ -n "$1" ] && [ -n "$2" ] || return 0
+	awk -v a="$1" -v b="$2" -v s="$PROBE_SPREAD" 'BEGIN { exit !(a <= b * s && b <= a * s) }'
+}
+
+probe_settle() {
+	local v t=0
+	v=$(probe_now)
+	while [ -n "$PROBE_REF" ] && ! probe_near "$v" "$PROBE_REF" &&
+		awk -v t="$t" -v w="$PROBE_WAIT" 'BEGIN { exit !(t < w) }'; do
+		sleep 0.25
+		t=$(awk -v t="$t" 'BEGIN { print t + 0.25 }')
+		v=$(probe_now)
+	done
+	echo "$v"
+}
