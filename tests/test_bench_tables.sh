@@ -49,6 +49,12 @@ for s, v in pts:
 EOF
 }
 
+# report SCRIPT CSV: the script's tables of CSV into $T/out, ok or FAIL.
+report() {
+	if "$PY" "$BENCH/$1" "$2" >"$T/out" 2>&1; then ok "$1 on made-up figures"
+	else bad "$1 failed:"; sed 's/^/     | /' "$T/out"; fi
+}
+
 # --- hosts_table.py: both placements
 csv=$T/hosts.csv
 {
@@ -59,8 +65,7 @@ csv=$T/hosts.csv
 	rows viaduct_net_eager 10
 	rows viaduct_net_rndv 40
 } >"$csv"
-if "$PY" "$BENCH/hosts_table.py" "$csv" >"$T/out" 2>&1; then ok "hosts_table.py on made-up figures"
-else bad "hosts_table.py failed:"; sed 's/^/     | /' "$T/out"; fi
+report hosts_table.py "$csv"
 node=$(sed -n '/^Table 4.*within a node/,/^$/p' "$T/out")
 net=$(sed -n '/^Table 4.*between the two hosts/,/^$/p' "$T/out")
 line() { echo "$1" | grep -- "$2" | head -1 | tr -s ' ' | sed 's/ *$//'; }
@@ -100,8 +105,7 @@ csv=$T/mpi.csv
 	rows viaduct_get 3
 	rows viaduct_rndv 4
 } >"$csv"
-if "$PY" "$BENCH/report.py" "$csv" >"$T/out" 2>&1; then ok "report.py on made-up figures"
-else bad "report.py failed:"; sed 's/^/     | /' "$T/out"; fi
+report report.py "$csv"
 t4=$(sed -n '/^Table 4/,/^$/p' "$T/out")
 expect "report.py: minimum latencies and the paper's, rendezvous '-' in a node" \
 	"$(line "$t4" 'minimum latency')" \
@@ -117,7 +121,7 @@ expect "report.py: minimum latencies and the paper's, rendezvous '-' in a node" 
 	printf 'probe,mpich,3,line_half_rtt_ns_before,240\nprobe,mpich,3,line_half_rtt_ns_after,250\n'
 	printf 'probe,viaduct,4,line_half_rtt_ns_before,50\nprobe,viaduct,4,line_half_rtt_ns_after,58\n'
 } >"$T/probe.csv"
-"$PY" "$BENCH/report.py" "$T/probe.csv" >"$T/out" 2>&1 || bad "report.py with probes failed"
+report report.py "$T/probe.csv"
 expect "probes: min, median, max over 8" "$(grep 'before and after every program' "$T/out")" \
 	'min 50, median 59, max 250 over 8 probes'
 expect "probes: each library's median" "$(grep 'each library' "$T/out")" \
