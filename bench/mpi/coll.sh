@@ -28,7 +28,9 @@
 #   --with-p2p     also viaduct with VIADUCT_MPI_COLL_SHM=0 ("viaduct p2p":
 #                  its point-to-point algorithms instead of the shared segment)
 # Environment: PYTHON (default /usr/bin/python3), MPI_BENCH_TIMEOUT (seconds
-# per program run; default 120 with --quick, else 600).
+# per program run; default 120 with --quick, else 600), MPI_BENCH_PROBE_WAIT
+# (seconds a program may wait for the CPU placement the run began with,
+# bench/mpi/probelib.sh; default 20, 0: never).
 #
 # Exit status: 0 when every run succeeded (a library that is not installed
 # is skipped with a message; run.sh installs them), 1 if a run failed
@@ -48,7 +50,7 @@ P2P=0
 PYTHON=${PYTHON:-/usr/bin/python3}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 16,36p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 16,38p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 note() { printf 'coll.sh: %s\n' "$*" >&2; }
 
 while [ $# -gt 0 ]; do
@@ -172,8 +174,7 @@ once() {
 	launch "$impl" "$n" "$@" --label "$impl" --csv "$csv" >>"$log" 2>&1
 	rc=$?
 	AFTER=$(probe_now)
-	[ -n "$BEFORE" ] && printf 'probe,%s,%d,line_half_rtt_ns_before,%s\n' "$impl" "$RUNNO" "$BEFORE" >>"$csv"
-	[ -n "$AFTER" ] && printf 'probe,%s,%d,line_half_rtt_ns_after,%s\n' "$impl" "$RUNNO" "$AFTER" >>"$csv"
+	probe_rows "$csv" "$impl" "$RUNNO"
 	return $rc
 }
 
@@ -200,15 +201,20 @@ for r in $(seq 1 "$ROUNDS"); do
 				log=$OUT/logs/$op-n$n-$impl.log
 				echo "coll.sh: round $r of $ROUNDS, $op, $n ranks, $impl"
 				echo "# round $r" >>"$log"
-				for try in 1 2; do
-					RUNNO=$((RUNNO + 1))
-					once "$OUT/run.csv" "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
-					rc=$?
-					[ $rc = 0 ] && [ $try = 1 ] && ! probe_near "$BEFORE" "$AFTER" || break
+				RUNNO=$((RUNNO + 1))
+				keep=1
+				once "$OUT/run-1.csv" "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
+				rc=$?
+				if [ $rc = 0 ] && ! probe_near "$BEFORE" "$AFTER"; then
 					note "$op, $n ranks, $impl: the CPUs moved while it ran ($BEFORE -> $AFTER ns): once more"
 					REPEATED=$((REPEATED + 1))
-				done
-				cat "$OUT/run.csv" >>"$csv"
+					RUNNO=$((RUNNO + 1))
+					once "$OUT/run-2.csv" "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
+					rc=$?
+					# A failed repeat fails; the first run's figures stay.
+					[ $rc = 0 ] && keep=2
+				fi
+				probe_append "$OUT/run-$keep.csv" "$csv"
 				if [ $rc != 0 ]; then
 					why="exit $rc"
 					[ $rc = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"

@@ -158,11 +158,12 @@ def main():
     measured = {k: v for k, v in probes.items() if k[0] != "context"}
     for line in probe_summary(measured, LIBS):
         print(line)
-    if waits.get("probe_reference_ns"):
+    ref = waits.get("probe_reference_ns", [""])[-1]
+    if ref.replace(".", "", 1).isdigit():
         repeated = sum(int(v) for v in waits.get("probe_repeated", []) if v.isdigit())
         print("  each program waited (up to %s s) for the placement of the start, %s ns; "
               "%d run(s) repeated because it moved" %
-              (waits.get("probe_wait_s", ["?"])[-1], waits["probe_reference_ns"][-1], repeated))
+              (waits.get("probe_wait_s", ["?"])[-1], ref, repeated))
     if measured:
         print()
     if failed:

@@ -243,13 +243,13 @@ chmod 700 "$PIN"
 # ---------------------------------------------------------------- launching
 
 # launch IMPL NRANKS ENV... -- PROG ARGS...  (the launcher runs on host A;
-# PLACE=node puts both of 2 ranks there, pinned to CPUs 0 and 1)
+# HOSTS_PLACE=node puts both of 2 ranks there, pinned to CPUs 0 and 1)
 launch() {
 	local impl=$1 n=$2 envs=() hosts pin
 	shift 2
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
-	if [ "${PLACE:-}" = node ]; then hosts=$IP_A:2 pin="$PIN --pin"
+	if [ "${HOSTS_PLACE:-}" = node ]; then hosts=$IP_A:2 pin="$PIN --pin"
 	elif [ "$n" = 2 ]; then hosts=$IP_A,$IP_B pin="$PIN --pin"
 	else hosts=$IP_A:$((n / 2)),$IP_B:$((n - n / 2)) pin=$PIN
 	fi
@@ -299,9 +299,9 @@ quiet() {
 }
 
 # run IMPL NRANKS PROG [ENV...] [-- ARGS...]: one measured run, appending
-# to the CSV as case LABEL (default IMPL, or IMPL_nN for N ranks).
+# to the CSV as case HOSTS_LABEL (default IMPL, or IMPL_nN for N ranks).
 run() {
-	local impl=$1 n=$2 prog=$3 label=${LABEL:-$1} log rc k=1 envs=()
+	local impl=$1 n=$2 prog=$3 label=${HOSTS_LABEL:-$1} log rc k=1 envs=()
 	shift 3
 	[ "$n" = 2 ] || label=${impl}_n$n
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
@@ -451,7 +451,7 @@ table4_runs() {
 			for prog in latency bw; do
 				max=()
 				[ $proto = eager ] && max=(--max-size 32728)
-				PLACE=$place LABEL=viaduct_${place}_$proto run viaduct 2 "$prog" \
+				HOSTS_PLACE=$place HOSTS_LABEL=viaduct_${place}_$proto run viaduct 2 "$prog" \
 					VIADUCT_MPI_PROTOCOL=$proto -- "${max[@]}"
 			done
 		done

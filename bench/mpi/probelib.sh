@@ -16,11 +16,20 @@
 #                          default 20; 0: never wait); prints the last probe
 #   probe_near A B         true when A and B are within PROBE_SPREAD
 #                          (or either is empty)
+#   probe_rows CSV CASE RUN    append BEFORE and AFTER (the caller's) as
+#                          rows probe,CASE,RUN,line_half_rtt_ns_before|after
+#   probe_append SRC DST   append SRC's rows to DST, without the header line
+#                          a program writes into an empty CSV
 
 PROBE_BIN=
 PROBE_REF=
 PROBE_SPREAD=1.5
 PROBE_WAIT=${MPI_BENCH_PROBE_WAIT:-20}
+case $PROBE_WAIT in
+''|*[!0-9]*)
+	echo "MPI_BENCH_PROBE_WAIT='$PROBE_WAIT': a whole number of seconds, please" >&2
+	exit 2 ;;
+esac
 
 probe_now() {
 	[ -n "$PROBE_BIN" ] || return 0
@@ -35,11 +44,24 @@ probe_init() {
 	PROBE_BIN=$1
 	for i in 1 2 3 4 5 6 7; do all="$all $(probe_now)"; sleep 0.1; done
 	PROBE_REF=$(echo $all | tr ' ' '\n' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+	# A probe that answers nothing (a CPU it cannot pin) is left out.
+	[ -n "$PROBE_REF" ] || PROBE_BIN=
 }
 
 probe_near() {
 	[ -n "$1" ] && [ -n "$2" ] || return 0
 	awk -v a="$1" -v b="$2" -v s="$PROBE_SPREAD" 'BEGIN { exit !(a <= b * s && b <= a * s) }'
+}
+
+probe_rows() {
+	[ -n "$BEFORE" ] && printf 'probe,%s,%d,line_half_rtt_ns_before,%s\n' "$2" "$3" "$BEFORE" >>"$1"
+	[ -n "$AFTER" ] && printf 'probe,%s,%d,line_half_rtt_ns_after,%s\n' "$2" "$3" "$AFTER" >>"$1"
+	return 0
+}
+
+probe_append() {
+	grep -vx 'section,case,x,metric,value' "$1" >>"$2"
+	return 0
 }
 
 probe_settle() {

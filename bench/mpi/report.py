@@ -260,7 +260,7 @@ def main():
     for line in probe_summary(data):
         print(line)
     ref = context_text(context, "run", "probe_reference_ns", None)
-    if ref:
+    if ref and ref.replace(".", "", 1).isdigit():
         print("  each program waited (up to %s s) for the placement of the start, %s ns; "
               "%s run(s) repeated because it moved" %
               (context_text(context, "run", "probe_wait_s"), ref,

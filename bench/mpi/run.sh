@@ -22,6 +22,8 @@
 #   --no-table4, --no-fig5   leave those sections out
 # Environment: VDCC, VDRUN (override the build tree's), PYTHON (default
 # /usr/bin/python3), MPI_BENCH_TIMEOUT (seconds per program run),
+# MPI_BENCH_PROBE_WAIT (seconds a program may wait for the CPU placement
+# the run began with, bench/mpi/probelib.sh; default 20, 0: never),
 # VIADUCT_MPI_EAGER_TABLE_MAX (largest size of the forced-eager column).
 #
 # Exit status: 0 when every run that was attempted succeeded (comparisons
@@ -49,7 +51,7 @@ EAGER_MAX=${VIADUCT_MPI_EAGER_TABLE_MAX:-32728}
 EAGER_SMALL=${VIADUCT_MPI_EAGER_MAX:-32728}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 5,24p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 5,27p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -198,28 +200,28 @@ launch() {
 RUNNO=0
 REPEATED=0
 
-# once IMPL LABEL PROG LOG ENV... -- ARGS...: one program run into
-# $WORK/run.csv, its probes in BEFORE and AFTER; returns its exit status.
+# once CSV IMPL LABEL PROG LOG ENV... -- ARGS...: one program run into
+# CSV (emptied first), its probes in BEFORE and AFTER; returns its exit
+# status.
 BEFORE= AFTER=
 once() {
-	local impl=$1 label=$2 prog=$3 log=$4 envs=() rc
-	shift 4
+	local csv=$1 impl=$2 label=$3 prog=$4 log=$5 envs=() rc
+	shift 5
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
 	BEFORE=$(probe_settle)
-	: >"$WORK/run.csv"
+	: >"$csv"
 	launch "$impl" "${envs[@]}" -- "$WORK/bin/mpi_$prog.$impl" --label "$label" \
-		--csv "$WORK/run.csv" $QUICK "$@" 2>&1 | tee -a "$log"
+		--csv "$csv" $QUICK "$@" 2>&1 | tee -a "$log"
 	rc=${PIPESTATUS[0]}
 	AFTER=$(probe_now)
-	[ -n "$BEFORE" ] && printf 'probe,%s,%d,line_half_rtt_ns_before,%s\n' "$label" "$RUNNO" "$BEFORE" >>"$WORK/run.csv"
-	[ -n "$AFTER" ] && printf 'probe,%s,%d,line_half_rtt_ns_after,%s\n' "$label" "$RUNNO" "$AFTER" >>"$WORK/run.csv"
+	probe_rows "$csv" "$label" "$RUNNO"
 	return "$rc"
 }
 
 # run IMPL LABEL PROG [ENV...] [-- ARGS...]
 run() {
-	local impl=$1 label=$2 prog=$3 envs=() args=() log rc n=1 try
+	local impl=$1 label=$2 prog=$3 envs=() args=() log rc n=1 keep=1
 	shift 3
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
@@ -229,18 +231,20 @@ run() {
 	echo
 	: >"$log"
 	[ ${#envs[@]} -gt 0 ] && echo "# environment: ${envs[*]}" | tee -a "$log"
-	for try in 1 2; do
+	RUNNO=$((RUNNO + 1))
+	once "$WORK/run-1.csv" "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
+	rc=$?
+	if [ "$rc" = 0 ] && ! probe_near "$BEFORE" "$AFTER"; then
+		note "$prog $label: the CPUs moved while it ran ($BEFORE -> $AFTER ns): once more"
+		REPEATED=$((REPEATED + 1))
 		RUNNO=$((RUNNO + 1))
-		once "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
+		once "$WORK/run-2.csv" "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
 		rc=$?
-		if [ "$rc" = 0 ] && [ $try = 1 ] && ! probe_near "$BEFORE" "$AFTER"; then
-			note "$prog $label: the CPUs moved while it ran ($BEFORE -> $AFTER ns): once more"
-			REPEATED=$((REPEATED + 1))
-			continue
-		fi
-		break
-	done
-	cat "$WORK/run.csv" >>"$CSV"
+		# A repeat that failed still fails the benchmark; the first
+		# run's figures stay.
+		[ "$rc" = 0 ] && keep=2
+	fi
+	probe_append "$WORK/run-$keep.csv" "$CSV"
 	if [ "$rc" != 0 ]; then
 		local why="exit $rc"
 		[ "$rc" = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 
 struct line {
 	_Alignas(64) _Atomic uint64_t ping;
+	_Atomic uint32_t gave_up;       /* the side on CPU B cannot run there */
 };
 
 static uint64_t now_ns(void)
@@ -53,10 +55,14 @@ static int pin(int cpu)
 
 static int wait_for(struct line *l, uint64_t want)
 {
-	/* Acquire: pairs with the other side's release store. */
-	for (uint64_t n = 0; n < SPIN_LIMIT; n++)
+	for (uint64_t n = 0; n < SPIN_LIMIT; n++) {
+		/* Acquire: pairs with the other side's release store. */
 		if (atomic_load_explicit(&l->ping, memory_order_acquire) == want)
 			return 0;
+		/* Relaxed: only a stop sign, nothing to read behind it. */
+		if (atomic_load_explicit(&l->gave_up, memory_order_relaxed))
+			return -1;
+	}
 	return -1;
 }
 
@@ -88,38 +94,51 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	int a = argc > 2 ? atoi(argv[1]) : 0, b = argc > 2 ? atoi(argv[2]) : 1, status;
+	int a = 0, b = 1, status;
 	struct line *l = mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE,
 			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	uint64_t seq = 0;
 	double half[RUNS];
 	pid_t pid;
 
+	if (argc != 1 && argc != 3) {
+		fprintf(stderr, "usage: line_probe [CPU_A CPU_B]\n");
+		return 2;
+	}
+	if (argc == 3) {
+		a = atoi(argv[1]);
+		b = atoi(argv[2]);
+	}
 	if (l == MAP_FAILED || (pid = fork()) < 0) {
 		perror("line_probe");
 		return 1;
 	}
 	if (pid == 0) {
-		if (pin(b))
-			_exit(1);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);       /* never outlive the probe */
+		if (pin(b)) {
+			atomic_store_explicit(&l->gave_up, 1, memory_order_relaxed);
+			_exit(2);
+		}
 		_exit(play(l, 1, &seq, ROUND_TRIPS * (RUNS + 1)) ? 1 : 0);
 	}
 	if (pin(a)) {
 		perror("line_probe: pinning");
 		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 		return 1;
 	}
-	play(l, 0, &seq, ROUND_TRIPS);          /* warm-up */
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = -1; r < RUNS; r++) {       /* run -1: the warm-up */
 		uint64_t t0 = now_ns();
 
 		if (play(l, 0, &seq, ROUND_TRIPS)) {
-			fprintf(stderr, "line_probe: the other side stopped answering\n");
+			fprintf(stderr, "line_probe: the side on CPU %d stopped answering "
+				"(could it be pinned there?)\n", b);
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			return 1;
 		}
-		half[r] = (double)(now_ns() - t0) / ROUND_TRIPS / 2;
+		if (r >= 0)
+			half[r] = (double)(now_ns() - t0) / ROUND_TRIPS / 2;
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "line_probe: the side on CPU %d failed (could it be pinned?)\n", b);

@@ -60,9 +60,13 @@ int PMPI_Get_library_version(char *version, int *resultlen)
 	VD_API_GUARD();
 	if (!version || !resultlen)
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_library_version");
+#ifdef VIADUCT_HAVE_OFI
+#define VD_TRANSPORTS "shared memory within a host, libfabric across hosts"
+#else
+#define VD_TRANSPORTS "shared memory; built without libfabric: one host only"
+#endif
 	copy_out(version, MPI_MAX_LIBRARY_VERSION_STRING,
-		 "viaduct MPI " VIADUCT_VERSION_STRING
-		 " (VIPL: shared memory within a host, libfabric across hosts)", resultlen);
+		 "viaduct MPI " VIADUCT_VERSION_STRING " (VIPL: " VD_TRANSPORTS ")", resultlen);
 	return MPI_SUCCESS;
 }
 

@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -39,37 +41,105 @@ static uint64_t mix64(uint64_t z)
  * from getrandom: as unpredictable to anyone without the key, without a
  * system call each (0.6 us here; a zero-copy transfer over ofi draws one
  * value, and the registration table drew one per slot, 4096 at a time).
- * A forked child takes a key of its own, so it never repeats its parent's
- * values. */
-static uint64_t rng_key[2];
-static _Atomic uint64_t rng_counter;
+ *
+ * The state lives in a page the kernel empties in a forked child
+ * (MADV_WIPEONFORK), so a child made by any kind of fork -- _Fork and a
+ * raw clone too, which skip atfork handlers -- finds it unseeded and
+ * takes a key of its own instead of repeating its parent's values.
+ * Where that page cannot be had, a static state and an atfork handler do
+ * the same for fork(). */
+struct rng {
+	uint64_t key[2];
+	_Atomic uint64_t counter;
+	_Atomic uint32_t state;         /* RNG_* */
+};
+enum { RNG_UNSEEDED, RNG_SEEDING, RNG_SEEDED };
+/* A seeder that never finishes (it was forked away mid-seed, in a child
+ * without the wiped page or the handler) is waited for this many yields,
+ * then seeded over. */
+#define RNG_SEED_PATIENCE 10000
+
+static struct rng rng_static;
+static struct rng *rng;
 static pthread_once_t rng_once = PTHREAD_ONCE_INIT;
 
-static void rng_seed(void)
+static void rng_forked(void)
 {
-	if (getrandom(rng_key, sizeof(rng_key), GRND_NONBLOCK) == (ssize_t)sizeof(rng_key))
-		return;
-	/* No entropy yet (early boot) or no getrandom: still unpredictable
-	 * enough for memory-handle keys, and the counter never repeats. */
-	rng_key[0] = mix64(vd_now_ns() ^ ((uint64_t)getpid() << 32));
-	rng_key[1] = mix64(rng_key[0] ^ (uint64_t)(uintptr_t)&rng_key);
+	/* Relaxed: the child has one thread when this runs. */
+	atomic_store_explicit(&rng_static.state, RNG_UNSEEDED, memory_order_relaxed);
 }
 
-static void rng_init(void)
+static void rng_setup(void)
 {
-	rng_seed();
-	/* The child is single-threaded when this runs: plain stores. */
-	pthread_atfork(NULL, NULL, rng_seed);
+	long page = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED && madvise(p, (size_t)page, MADV_WIPEONFORK) == 0) {
+		rng = p;
+		return;
+	}
+	if (p != MAP_FAILED)
+		munmap(p, (size_t)page);
+	rng = &rng_static;
+	if (pthread_atfork(NULL, NULL, rng_forked))
+		vd_log("viaduct: no fork handler for the random values: a forked child "
+		       "repeats its parent's\n");
+}
+
+/* getrandom, or when the kernel has no entropy yet (early boot), the
+ * kernel's 16 random bytes of this program (AT_RANDOM), time and pid
+ * through SipHash: still unpredictable to another process. */
+static void rng_seed(struct rng *r)
+{
+	const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
+	uint64_t k[2], in[2];
+
+	if (getrandom(k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+		uint64_t base[2] = { at ? at[0] : mix64(vd_now_ns()), at ? at[1] : 0 };
+
+		in[0] = vd_now_ns();
+		in[1] = (uint64_t)getpid();
+		k[0] = vd_siphash24(base, in, sizeof(in));
+		in[0] ^= 1;
+		k[1] = vd_siphash24(base, in, sizeof(in));
+	}
+	memcpy(r->key, k, sizeof(k));
+	/* Release: pairs with rng_ready's acquire load; the key first. */
+	atomic_store_explicit(&r->state, RNG_SEEDED, memory_order_release);
+}
+
+static struct rng *rng_ready(void)
+{
+	struct rng *r;
+	uint32_t st;
+
+	pthread_once(&rng_once, rng_setup);
+	r = rng;
+	/* Acquire: pairs with rng_seed's release store (the key). */
+	st = atomic_load_explicit(&r->state, memory_order_acquire);
+	for (int waited = 0; st != RNG_SEEDED; waited++) {
+		if ((st == RNG_UNSEEDED &&
+		     atomic_compare_exchange_weak_explicit(&r->state, &st, RNG_SEEDING,
+							   memory_order_acquire,
+							   memory_order_acquire)) ||
+		    waited > RNG_SEED_PATIENCE) {
+			rng_seed(r);
+			break;
+		}
+		if (st == RNG_SEEDING)
+			sched_yield();
+		st = atomic_load_explicit(&r->state, memory_order_acquire);
+	}
+	return r;
 }
 
 uint64_t vd_random64(void)
 {
-	uint64_t n;
-
-	pthread_once(&rng_once, rng_init);
+	struct rng *r = rng_ready();
 	/* Relaxed: each value needs a counter of its own, not an order. */
-	n = atomic_fetch_add_explicit(&rng_counter, 1, memory_order_relaxed);
-	return vd_siphash24(rng_key, &n, sizeof(n));
+	uint64_t n = atomic_fetch_add_explicit(&r->counter, 1, memory_order_relaxed);
+
+	return vd_siphash24(r->key, &n, sizeof(n));
 }
 
 uint32_t vd_random32(void)

@@ -18,7 +18,8 @@ static inline uint64_t vd_ns_since(uint64_t now, uint64_t then)
 {
 	return now > then ? now - then : 0;
 }                   /* CLOCK_MONOTONIC */
-/* Random 32/64-bit value (getrandom, never blocks). */
+/* Random 32/64-bit value: unpredictable to other processes, never blocks,
+ * no system call after the first (SipHash of a counter, see sys.c). */
 uint32_t vd_random32(void);
 uint64_t vd_random64(void);
 /* Debug log to stderr when VIADUCT_DEBUG is set. */

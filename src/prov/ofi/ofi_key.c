@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,10 +64,15 @@ static int key_file(char *path, size_t room)
 
 static int key_create(const char *path)
 {
-	uint64_t k[2] = { vd_random64(), vd_random64() };
+	uint64_t k[2];
 	char buf[40];
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd;
 
+	/* A key that outlives the process: straight from the kernel, waiting
+	 * for its entropy if need be. */
+	if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
+		return -EIO;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return errno == EEXIST ? 0 : -errno;
 	snprintf(buf, sizeof(buf), "%016llx%016llx\n", (unsigned long long)k[0],
