@@ -548,7 +548,13 @@ void vd_shm_free(struct vd_shm *s)
 
 /* ---- waiting ------------------------------------------------------------------- */
 
-static uint64_t now_ns(void);
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Until when this process leaves yields out (SHM_YIELD_SLOW_NS); one
  * word for all its communicators, which share its CPUs.  Relaxed: a
@@ -569,14 +575,6 @@ static void yield_timed(void)
 	if (t1 - t0 >= SHM_YIELD_SLOW_NS)
 		atomic_store_explicit(&yields_off_until, t1 + SHM_YIELD_OFF_NS,
 				      memory_order_relaxed);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void cpu_relax(void)

@@ -91,10 +91,10 @@ static void rng_setup(void)
  * through SipHash: still unpredictable to another process. */
 static void rng_seed(struct rng *r)
 {
-	const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
 	uint64_t k[2], in[2];
 
 	if (getrandom(k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+		const uint64_t *at = (const uint64_t *)getauxval(AT_RANDOM);
 		uint64_t base[2] = { at ? at[0] : mix64(vd_now_ns()), at ? at[1] : 0 };
 
 		in[0] = vd_now_ns();
