@@ -156,26 +156,16 @@ context() {     # csv metric text: a context row of the whole run
 
 # Where the two CPUs are (bench/mpi/probelib.sh, as in run.sh): each
 # program waits for the placement the benchmark began with, one during
-# which it moved is run once more, and its rows -- with its probes,
-# probe,LIBRARY,RUN,line_half_rtt_ns_before|after -- reach the round's CSV
-# only when kept.
+# which it moved is run once more, and only the kept run's rows, with its
+# probes, reach the round's CSV.
 . "$HERE/probelib.sh"
-RUNNO=0
-REPEATED=0
-BEFORE= AFTER=
+PROBE_TMP=$OUT/run
 
-# once CSV IMPL N LOG ARGS...: one program into CSV (emptied first), its
-# probes in BEFORE and AFTER; returns its exit status.
-once() {
-	local csv=$1 impl=$2 n=$3 log=$4 rc
-	shift 4
-	BEFORE=$(probe_settle)
-	: >"$csv"
-	launch "$impl" "$n" "$@" --label "$impl" --csv "$csv" >>"$log" 2>&1
-	rc=$?
-	AFTER=$(probe_now)
-	probe_rows "$csv" "$impl" "$RUNNO"
-	return $rc
+# one_run IMPL N LOG ARGS...: the program, its rows into $PROBE_CSV.
+one_run() {
+	local impl=$1 n=$2 log=$3
+	shift 3
+	launch "$impl" "$n" "$@" --label "$impl" --csv "$PROBE_CSV" >>"$log" 2>&1
 }
 
 rm -f "$OUT"/raw/coll-*.csv "$OUT"/logs/*-n*.log
@@ -190,7 +180,7 @@ probe_init "$BUILD/bench/line_probe"
 for r in $(seq 1 "$ROUNDS"); do
 	for n in $RANKS; do
 		csv=$OUT/raw/coll-$n-$r.csv
-		rep0=$REPEATED
+		rep0=$PROBE_REPEATED
 		echo "section,case,x,metric,value" >"$csv"
 		context "$csv" load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 		context "$csv" date "$(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -201,20 +191,9 @@ for r in $(seq 1 "$ROUNDS"); do
 				log=$OUT/logs/$op-n$n-$impl.log
 				echo "coll.sh: round $r of $ROUNDS, $op, $n ranks, $impl"
 				echo "# round $r" >>"$log"
-				RUNNO=$((RUNNO + 1))
-				keep=1
-				once "$OUT/run-1.csv" "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
+				probe_measure "$csv" "$impl" "coll.sh: $op, $n ranks, $impl" \
+					one_run "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
 				rc=$?
-				if [ $rc = 0 ] && ! probe_near "$BEFORE" "$AFTER"; then
-					note "$op, $n ranks, $impl: the CPUs moved while it ran ($BEFORE -> $AFTER ns): once more"
-					REPEATED=$((REPEATED + 1))
-					RUNNO=$((RUNNO + 1))
-					once "$OUT/run-2.csv" "$impl" "$n" "$log" --op "$op" "${ARGS[@]}"
-					rc=$?
-					# A failed repeat fails; the first run's figures stay.
-					[ $rc = 0 ] && keep=2
-				fi
-				probe_append "$OUT/run-$keep.csv" "$csv"
 				if [ $rc != 0 ]; then
 					why="exit $rc"
 					[ $rc = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"
@@ -225,7 +204,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			done
 			set -- "${@:2}" "$1"    # the next run starts with the next library
 		done
-		context "$csv" probe_repeated "$((REPEATED - rep0))"
+		context "$csv" probe_repeated "$((PROBE_REPEATED - rep0))"
 	done
 done
 

@@ -156,14 +156,10 @@ def main():
     print("  all: misses %d of %d sizes\n" % (sum(r["miss"] for r in judged), len(judged)))
     waits = {k[2]: v for k, v in probes.items() if k[0] == "context"}
     measured = {k: v for k, v in probes.items() if k[0] != "context"}
-    for line in probe_summary(measured, LIBS):
+    repeated = sum(int(v) for v in waits.get("probe_repeated", []) if v.isdigit())
+    for line in probe_summary(measured, LIBS, waits.get("probe_reference_ns", [None])[-1],
+                              waits.get("probe_wait_s", ["?"])[-1], repeated):
         print(line)
-    ref = waits.get("probe_reference_ns", [""])[-1]
-    if ref.replace(".", "", 1).isdigit():
-        repeated = sum(int(v) for v in waits.get("probe_repeated", []) if v.isdigit())
-        print("  each program waited (up to %s s) for the placement of the start, %s ns; "
-              "%d run(s) repeated because it moved" %
-              (waits.get("probe_wait_s", ["?"])[-1], ref, repeated))
     if measured:
         print()
     if failed:

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from plotlib import context_text, fmt, load, print_table, ratio, size_name  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import SEED_NODE, SEED_NET, table4_rows  # noqa: E402
+from report import SEED_NODE, SEED_NET, print_table4  # noqa: E402
 
 PEERS = (("openmpi", "Open MPI"), ("mpich", "MPICH"))
 MISS = 1.10   # viaduct misses: worse than the better peer by more than 10 %
@@ -104,17 +104,10 @@ def table4(data):
     ranks on one host) and viaduct_net_PROTO (one on each)."""
     for place, where, seed in (("node", "within a node (shm)", SEED_NODE),
                                ("net", "between the two hosts (ofi)", SEED_NET)):
-        cols = [("viaduct_%s_%s" % (place, p), n) for p, n in T4_PROTOS
-                if data.get(("latency", "viaduct_%s_%s" % (place, p), "half_rtt_us"))]
-        if not cols:
-            continue
-        names = [n for _, n in cols]
-        head = [("", 36)] + [(n, 13) for n in names] + \
-            [("the paper: " + " / ".join(names), 30)]
-        print_table("Table 4 (the MPICH-PM/CLUMP paper), %s: viaduct, protocol forced with "
-                    "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, "
-                    "as the paper; '-': a protocol the paper did not measure there)" % where,
-                    head, table4_rows(data, cols, seed, names))
+        print_table4("Table 4 (the MPICH-PM/CLUMP paper), %s: viaduct, protocol forced with "
+                     "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, "
+                     "as the paper; '-': a protocol the paper did not measure there)" % where,
+                     data, [("viaduct_%s_%s" % (place, p), n) for p, n in T4_PROTOS], seed)
 
 
 def load_best(path):

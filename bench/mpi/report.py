@@ -131,19 +131,24 @@ def table4_rows(data, cols, seed, seed_names):
     return rows
 
 
-def table4(data):
-    cols = [p for p in PROTOS if data.get(("latency", p[0], "half_rtt_us"))]
+def print_table4(title, data, cols, seed):
+    """Table 4 of the columns [(case, protocol)] present in data, the
+    paper's figures of those protocols (seed) beside them; nothing when
+    none is present."""
+    cols = [c for c in cols if data.get(("latency", c[0], "half_rtt_us"))]
     if not cols:
         return
-    names = ("eager", "get", "rendezvous")
-    head = [("", 34)] + [(n, 15) for _, n in cols] + \
-        [("the MPICH-PM/CLUMP paper: eager / get / rndv", 30)]
-    print_table("Table 4 (the MPICH-PM/CLUMP paper) on this machine: viaduct, protocol forced with "
-                "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, as "
-                "the seed; the paper measured no rendezvous within a node; between\n"
-                "nodes it gives eager 11.08 us, 54.92 MB/s, 0.2 KB and rendezvous 12.75 us, "
-                "97.73 MB/s, 21 KB: bench/mpi/hosts.sh)",
-                head, table4_rows(data, cols, SEED_NODE, names))
+    names = [n for _, n in cols]
+    head = [("", 36)] + [(n, 13) for n in names] + [("the paper: " + " / ".join(names), 30)]
+    print_table(title, head, table4_rows(data, cols, seed, names))
+
+
+def table4(data):
+    print_table4("Table 4 (the MPICH-PM/CLUMP paper) on this machine: viaduct, protocol forced "
+                 "with VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, as "
+                 "the seed; '-': a protocol the paper did not measure there; between\n"
+                 "nodes it gives eager 11.08 us, 54.92 MB/s, 0.2 KB and rendezvous 12.75 us, "
+                 "97.73 MB/s, 21 KB: bench/mpi/hosts.sh)", data, PROTOS, SEED_NODE)
 
 
 def figure5(data):
@@ -175,10 +180,12 @@ def figure5(data):
            "%s-%s" % (fmt(min(big)), fmt(max(big))) if big else "-"))
 
 
-def probe_summary(data, names=IMPLS):
+def probe_summary(data, names=IMPLS, ref=None, wait_s="?", repeated="?"):
     """What bench/net/line_probe found around the runs: how far apart the
-    two CPUs were (a cache line's half round trip, ns).  Returns the
-    printed lines (none without probes)."""
+    two CPUs were (a cache line's half round trip, ns), and with ref (the
+    reference placement, probelib.sh) how long each program could wait for
+    it and how many runs were repeated.  Returns the lines to print (none
+    without probes)."""
     rows = {}
     for (section, case, metric), pts in data.items():
         if section == "probe" and metric.startswith("line_half_rtt_ns_"):
@@ -202,6 +209,9 @@ def probe_summary(data, names=IMPLS):
     moved = [r for r in runs if max(r.values()) > 1.5 * min(r.values())]
     out.append("  runs during which it moved by more than 1.5x: %d of %d (a figure then mixes "
                "two machines)" % (len(moved), len(runs)))
+    if ref and ref.replace(".", "", 1).isdigit():
+        out.append("  each program waited (up to %s s) for the placement of the start, %s ns; "
+                   "%s run(s) repeated because it moved" % (wait_s, ref, repeated))
     return out
 
 
@@ -257,14 +267,10 @@ def main():
         where = context_text(context, k, "latency_placement", None)
         if lib:
             print("  %-8s %s [%s]" % (name, lib[:70], where or "?"))
-    for line in probe_summary(data):
+    for line in probe_summary(data, IMPLS, *(context_text(context, "run", m, None) for m in
+                                             ("probe_reference_ns", "probe_wait_s",
+                                              "probe_repeated"))):
         print(line)
-    ref = context_text(context, "run", "probe_reference_ns", None)
-    if ref and ref.replace(".", "", 1).isdigit():
-        print("  each program waited (up to %s s) for the placement of the start, %s ns; "
-              "%s run(s) repeated because it moved" %
-              (context_text(context, "run", "probe_wait_s"), ref,
-               context_text(context, "run", "probe_repeated")))
     print("=" * 78 + "\n")
     side_by_side(data, "latency", "half_rtt_us", "Ping-pong latency, half round trip", "us", True)
     side_by_side(data, "bw", "mb_per_s", "Windowed bandwidth (64 in flight)", "MB/s", False)

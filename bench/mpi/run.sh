@@ -193,35 +193,26 @@ launch() {
 
 # Where the two CPUs are (bench/mpi/probelib.sh): each program waits for
 # the placement the benchmark began with, and one during which it moved
-# is run once more.  The rows of a program go to a file of their own
-# first, so a repeated run leaves none behind; with them, its probes:
-# probe,LABEL,RUN,line_half_rtt_ns_before|after.
+# is run once more; only the kept run's rows, with its probes, reach the
+# CSV.
 . "$HERE/probelib.sh"
-RUNNO=0
-REPEATED=0
+PROBE_TMP=$WORK/run
 
-# once CSV IMPL LABEL PROG LOG ENV... -- ARGS...: one program run into
-# CSV (emptied first), its probes in BEFORE and AFTER; returns its exit
-# status.
-BEFORE= AFTER=
-once() {
-	local csv=$1 impl=$2 label=$3 prog=$4 log=$5 envs=() rc
-	shift 5
+# one_run IMPL LABEL PROG LOG ENV... -- ARGS...: the program, its rows
+# into $PROBE_CSV; its exit status.
+one_run() {
+	local impl=$1 label=$2 prog=$3 log=$4 envs=()
+	shift 4
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
-	BEFORE=$(probe_settle)
-	: >"$csv"
 	launch "$impl" "${envs[@]}" -- "$WORK/bin/mpi_$prog.$impl" --label "$label" \
-		--csv "$csv" $QUICK "$@" 2>&1 | tee -a "$log"
-	rc=${PIPESTATUS[0]}
-	AFTER=$(probe_now)
-	probe_rows "$csv" "$label" "$RUNNO"
-	return "$rc"
+		--csv "$PROBE_CSV" $QUICK "$@" 2>&1 | tee -a "$log"
+	return "${PIPESTATUS[0]}"
 }
 
 # run IMPL LABEL PROG [ENV...] [-- ARGS...]
 run() {
-	local impl=$1 label=$2 prog=$3 envs=() args=() log rc n=1 keep=1
+	local impl=$1 label=$2 prog=$3 envs=() args=() log rc n=1
 	shift 3
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
@@ -231,20 +222,9 @@ run() {
 	echo
 	: >"$log"
 	[ ${#envs[@]} -gt 0 ] && echo "# environment: ${envs[*]}" | tee -a "$log"
-	RUNNO=$((RUNNO + 1))
-	once "$WORK/run-1.csv" "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
+	probe_measure "$CSV" "$label" "run.sh: $prog $label" \
+		one_run "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
 	rc=$?
-	if [ "$rc" = 0 ] && ! probe_near "$BEFORE" "$AFTER"; then
-		note "$prog $label: the CPUs moved while it ran ($BEFORE -> $AFTER ns): once more"
-		REPEATED=$((REPEATED + 1))
-		RUNNO=$((RUNNO + 1))
-		once "$WORK/run-2.csv" "$impl" "$label" "$prog" "$log" "${envs[@]}" -- "${args[@]}"
-		rc=$?
-		# A repeat that failed still fails the benchmark; the first
-		# run's figures stay.
-		[ "$rc" = 0 ] && keep=2
-	fi
-	probe_append "$WORK/run-$keep.csv" "$CSV"
 	if [ "$rc" != 0 ]; then
 		local why="exit $rc"
 		[ "$rc" = 124 ] && why="killed after ${TMO}s (MPI_BENCH_TIMEOUT)"
@@ -312,7 +292,7 @@ fi
 
 # ---------------------------------------------------------------- report
 
-context probe_repeated "$REPEATED"
+context probe_repeated "$PROBE_REPEATED"
 echo
 "$PYTHON" "$HERE/report.py" --targets-to-csv "$CSV" || FAILED=1
 if "$PYTHON" "$HERE/plot.py" "$CSV" "$PNG"; then
