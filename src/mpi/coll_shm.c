@@ -663,14 +663,38 @@ static bool member_reached(struct vd_shm *s, int i, uint32_t p)
 	return true;
 }
 
+/* The word that stamps phase p signed sig: the signature word above the
+ * phase, so that neither an earlier use of the line nor another
+ * collective's stamp passes for it. */
+static uint64_t stamp_value(uint32_t sig, uint32_t p)
+{
+	return (uint64_t)signature_word(sig, p) << 32 | p;
+}
+
+static _Atomic uint64_t *stamp_word(const char *line)
+{
+	return (_Atomic uint64_t *)(uintptr_t)(line + SHM_STAMP_AT);
+}
+
+/* Whether member i's line bears the stamp watched for.  Acquire: pairs
+ * with the release store in vd_shm_stamp, so the bytes before the stamp
+ * are visible once it is. */
+static bool stamped(const struct vd_shm *s, int i)
+{
+	return s->stamp_wanted &&
+	       atomic_load_explicit(stamp_word(s->stamp_first + (size_t)i * s->stamp_stride),
+				    memory_order_acquire) == s->stamp_want;
+}
+
 /* The first member (of `who`, or of all for -1) not yet at phase p, or
- * -1 when none is left. */
+ * -1 when none is left.  A watched stamp counts first: its line is the
+ * one whose data the caller reads next. */
 static int laggard(struct vd_shm *s, int who, uint32_t p)
 {
 	if (who >= 0)
-		return member_reached(s, who, p) ? -1 : who;
+		return stamped(s, who) || member_reached(s, who, p) ? -1 : who;
 	for (int i = 0; i < s->n; i++)
-		if (!member_reached(s, i, p))
+		if (!stamped(s, i) && !member_reached(s, i, p))
 			return i;
 	return -1;
 }
@@ -858,6 +882,26 @@ bool vd_shm_sig_unwatch(struct vd_shm *s)
 {
 	s->sig_wanted = false;
 	return s->sig_differs;
+}
+
+void vd_shm_stamp(char *line, uint32_t p, uint32_t sig)
+{
+	/* Release: pairs with the acquire load in stamped(). */
+	atomic_store_explicit(stamp_word(line), stamp_value(sig, p), memory_order_release);
+}
+
+void vd_shm_stamp_watch(struct vd_shm *s, const char *first, size_t stride, uint32_t p,
+			uint32_t sig)
+{
+	s->stamp_wanted = true;
+	s->stamp_first = first;
+	s->stamp_stride = stride;
+	s->stamp_want = stamp_value(sig, p);
+}
+
+void vd_shm_stamp_unwatch(struct vd_shm *s)
+{
+	s->stamp_wanted = false;
 }
 
 bool vd_shm_signed_with(const struct vd_shm *s, int i, uint32_t p, uint32_t sig)

@@ -84,6 +84,10 @@ struct vd_shm {
 	bool sig_differs;               /* a member's signature of sig_phase */
 	uint32_t sig_phase;             /* was not sig_word */
 	uint32_t sig_word;
+	bool stamp_wanted;              /* vd_shm_stamp_watch: member i is */
+	const char *stamp_first;        /* there when the line at */
+	size_t stamp_stride;            /* stamp_first + i * stamp_stride */
+	uint64_t stamp_want;            /* bears stamp_want */
 };
 
 /* The segment of c (set up on the first call, a collective over c via
@@ -163,6 +167,28 @@ int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig);
  * own arguments are wrong, so that the others fail at that phase instead
  * of waiting for it. */
 void vd_shm_refuse_turn(struct vd_comm *c);
+
+/* Small payloads travel stamped: a writer of at most SHM_STAMPED_MAX
+ * bytes at the start of a line puts a stamp of the phase and signature
+ * right after them (vd_shm_stamp) before publishing the phase, and a
+ * waiter that watches for it (vd_shm_stamp_watch) takes the stamp as
+ * the writer's publish.  The data then arrive with the line the waiter
+ * polls: one cache-line transfer instead of two in a row (the writer's
+ * counter, then its data), which is most of a small collective's time
+ * when the members' CPUs are far apart.  The counter is still published
+ * (sleepers wait on it; a member in another collective reads it) and a
+ * stale or foreign stamp is only ever compared, never trusted: it does
+ * not match, and the wait goes by the counter as without stamps. */
+#define SHM_STAMPED_MAX 48
+#define SHM_STAMP_AT SHM_STAMPED_MAX
+/* Stamp phase p, signed sig, after the bytes at the start of line. */
+void vd_shm_stamp(char *line, uint32_t p, uint32_t sig);
+/* Until vd_shm_stamp_unwatch, a wait at phase p takes member i as there
+ * when the line at first + i * stride bears p's stamp signed sig
+ * (stride 0: one line, the one member waited for). */
+void vd_shm_stamp_watch(struct vd_shm *s, const char *first, size_t stride, uint32_t p,
+			uint32_t sig);
+void vd_shm_stamp_unwatch(struct vd_shm *s);
 
 /* Fold v into the signature h (never SHM_SIG_REFUSED for a real shape:
  * the result is made odd). */

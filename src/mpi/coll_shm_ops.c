@@ -51,7 +51,8 @@ int vd_shm_barrier(struct vd_shm *s)
 
 /* The root signs its first phase with its total, hashed, and writes the
  * total into that area's first line, at SHM_BCAST_TOTAL_AT (beyond the
- * bytes where a member on the direct path exposes its buffer); later
+ * bytes where a member on the direct path exposes its buffer, and beyond
+ * the stamp of a total small enough to travel stamped); later
  * phases need no signature: nobody checks them.  A member whose
  * signature matches (the same size, bar a hash collision) copies
  * without reading the total.  One whose size differs (an erroneous
@@ -61,20 +62,21 @@ int vd_shm_barrier(struct vd_shm *s)
  * one phase too, so that a member that passed more finds out. */
 #define SHM_BCAST_TOTAL_AT 56u
 _Static_assert(SHM_BCAST_TOTAL_AT >= SHM_EXPOSED_LEN &&
+	       SHM_BCAST_TOTAL_AT >= SHM_STAMP_AT + sizeof(uint64_t) &&
 	       SHM_BCAST_TOTAL_AT + sizeof(uint64_t) <= SHM_LINE,
-	       "the total between an exposed record and the data");
+	       "the total between an exposed record or a stamp and the data");
 /* No buffer is larger (47 bits of user address space): a total beyond
  * this in the root's first area is not a size, and a call beyond it is
  * refused. */
 #define SHM_BCAST_TOTAL_MAX (1ull << 47)
 
-/* Where the bytes of the first chunk start: before the total when they
- * fit there, else at the next line, aligned as in the user's buffer (a
- * copy between addresses of different alignments ran at two thirds of
- * the speed). */
+/* Where the bytes of the first chunk start: before the stamp when they
+ * travel stamped, else at the next line, aligned as in the user's buffer
+ * (a copy between addresses of different alignments ran at two thirds
+ * of the speed). */
 static size_t bcast_head(uint64_t total)
 {
-	return total <= SHM_BCAST_TOTAL_AT ? 0 : SHM_LINE;
+	return total <= SHM_STAMPED_MAX ? 0 : SHM_LINE;
 }
 
 static uint64_t bcast_chunk(const struct vd_shm *s)
@@ -120,6 +122,8 @@ static int bcast_seg_root(struct vd_shm *s, const char *data, uint64_t total, ui
 		}
 		if (len)
 			memcpy(area + head, data + off, len);
+		if (total <= SHM_STAMPED_MAX)
+			vd_shm_stamp(area, p, sig);
 		vd_shm_publish(s, p);
 		off += len;
 		head = 0;
@@ -168,7 +172,10 @@ static int bcast_seg_member(struct vd_shm *s, char *data, uint64_t total, int ro
 
 	vd_shm_sign(s, p, sig);         /* a root on the direct path checks it */
 	vd_shm_sig_watch(s, p, sig);
+	if (total <= SHM_STAMPED_MAX)
+		vd_shm_stamp_watch(s, vd_shm_area(s, p), 0, p, sig);
 	err = vd_shm_wait(s, root, p);
+	vd_shm_stamp_unwatch(s);
 	if (vd_shm_sig_unwatch(s) && !err) {
 		vd_shm_publish(s, p);
 		return vd_shm_bcast_stray(s, root, p);
@@ -292,10 +299,28 @@ static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *
 	return err;
 }
 
-/* Everyone at phase p: and, where a signature is asked for, all gave it. */
-static int reduce_wait(struct vd_shm *s, const struct shm_red *r, uint32_t p)
+/* Everyone at phase p, each with `bytes` in its slot (stamped when small
+ * enough: contribute), and where sig is not 0, all signed it. */
+static int slots_wait(struct vd_shm *s, uint32_t p, size_t bytes, uint32_t sig)
 {
-	return r->sig ? vd_shm_wait_signed(s, p, r->sig) : vd_shm_wait(s, -1, p);
+	int err;
+
+	if (bytes <= SHM_STAMPED_MAX)
+		vd_shm_stamp_watch(s, vd_shm_area(s, p), s->slot, p, sig);
+	err = sig ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p);
+	vd_shm_stamp_unwatch(s);
+	return err;
+}
+
+/* This member's contribution of `bytes` in its slot of phase p's area
+ * (stamped when small enough), signed and published. */
+static void contribute(struct vd_shm *s, uint32_t p, char *area, size_t bytes, uint32_t sig)
+{
+	if (bytes <= SHM_STAMPED_MAX)
+		vd_shm_stamp(slot(s, area, s->me), p, sig);
+	if (sig)        /* next to the publish: one trip of the line */
+		vd_shm_sign(s, p, sig);
+	vd_shm_publish(s, p);
 }
 
 /* One chunk of m elements: in -> this member's slot, out <- the result
@@ -312,16 +337,14 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 	if (err)
 		return err;
 	memcpy(slot(s, area, s->me), in, m * r->esz);
-	if (r->sig)     /* next to the publish: one trip of the line */
-		vd_shm_sign(s, p, r->sig);
-	vd_shm_publish(s, p);
+	contribute(s, p, area, m * r->esz, r->sig);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
 		if (!wants)
 			return 0;
-		err = reduce_wait(s, r, p);
+		err = slots_wait(s, p, m * r->esz, r->sig);
 		return err ? err : combine_slots(s, r, area, 0, m, out, NULL);
 	}
-	err = reduce_wait(s, r, p);
+	err = slots_wait(s, p, m * r->esz, r->sig);
 	if (!err)
 		err = combine_slots(s, r, area, lo, hi, slot(s, area, s->n - 1) + lo * r->esz,
 				    NULL);
@@ -395,12 +418,10 @@ static int scatter_chunk(struct vd_shm *s, const struct shm_red *r, const char *
 		memcpy(mine, in, lo * esz);
 		memcpy(mine + hi * esz, in + hi * esz, (m - hi) * esz);
 	}
-	if (r->sig)     /* next to the publish: one trip of the line */
-		vd_shm_sign(s, p, r->sig);
-	vd_shm_publish(s, p);
+	contribute(s, p, area, m * esz, r->sig);
 	if (lo == hi && !r->sig)
 		return 0;
-	err = reduce_wait(s, r, p);
+	err = slots_wait(s, p, m * esz, r->sig);
 	if (err || lo == hi)
 		return err;
 	return combine_slots(s, r, area, lo, hi, out + (e0 + lo - b0) * esz, in_place ? NULL : in);
@@ -448,10 +469,8 @@ static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb, u
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
 		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
-		if (!off)       /* next to the publish: one trip of the line */
-			vd_shm_sign(s, p, sig);
-		vd_shm_publish(s, p);
-		err = off ? vd_shm_wait(s, -1, p) : vd_shm_wait_signed(s, p, sig);
+		contribute(s, p, area, len, off ? 0 : sig);
+		err = slots_wait(s, p, len, off ? 0 : sig);
 		for (int i = 0; i < s->n && !err; i++)
 			if (i != s->me)
 				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);

@@ -35,6 +35,8 @@
  *   allreduce_chunks Allreduce, 10000 ints against 20000 (several chunks
  *                    of the segment where nothing is read directly)
  *   allreduce_op     Allreduce of 16 ints, MPI_MAX against MPI_SUM
+ *   allreduce_tiny   Allreduce, 4 ints against 8 (both stamped)
+ *   allreduce_op_tiny Allreduce of 4 ints, MPI_MAX against MPI_SUM
  *   allgather_count  Allgather, 4 ints a rank against 8
  *   allgather_cross  Allgather, 4 ints (the segment) against 8000 (read
  *                    directly)
@@ -48,6 +50,7 @@
  *   reduce_chunks    Reduce to 0, 10000 ints against 20000 (several chunks
  *                    of the segment where nothing is read directly)
  *   reduce_root      Reduce of 16 ints, rank 0 names root 0, the others 1
+ *   reduce_tiny      Reduce to 0, 4 ints against 8 (both stamped)
  *   bcast_long       Bcast from rank 0 of 80000 ints, the others expect
  *                    20000 (at 2 ranks the root's size is copied by both
  *                    members and the others' by one: two paths)
@@ -65,6 +68,11 @@
  *                    directly)
  *   bcast_chunks_split the root 20000 ints, the others 80000 (the same,
  *                    at 2 ranks copied by both)
+ *   bcast_tiny_long  the root 8 ints, the others 4 (both small enough to
+ *                    travel stamped, each stamp signed with its size)
+ *   bcast_tiny_short the root 4 ints, the others 8
+ *   bcast_tiny_seg   the root 4 ints (stamped), the others 50 (not)
+ *   bcast_seg_tiny   the root 50 ints, the others 4
  *   bcast_zero_root  the root 0 ints, the others 100
  *   bcast_zero_others the root 100 ints, the others 0
  *   allreduce_zero   Allreduce, 0 ints against 16
@@ -193,7 +201,9 @@ static const struct {
 	{ "bcast_seg_short", 50, 100 },    { "bcast_seg_direct", 100, 8000 },
 	{ "bcast_direct_seg", 8000, 100 },  { "bcast_chunks_direct", 20000, 30000 },
 	{ "bcast_chunks_split", 20000, 80000 }, { "bcast_zero_root", 0, 100 },
-	{ "bcast_zero_others", 100, 0 },
+	{ "bcast_zero_others", 100, 0 },   { "bcast_tiny_long", 8, 4 },
+	{ "bcast_tiny_short", 4, 8 },      { "bcast_tiny_seg", 4, 50 },
+	{ "bcast_seg_tiny", 50, 4 },
 };
 
 /* 2^28 elements of 64 KiB each (a strided type): 16 TiB, which no
@@ -306,10 +316,13 @@ static int erroneous_call(const char *name)
 
 	if (!strcmp(name, "alltoall_small"))
 		return odd ? alltoall_ints(4, 4) : alltoall_ints(8, 8);
-	if (!strcmp(name, "allreduce_count")) {
+	if (!strcmp(name, "allreduce_count") || !strcmp(name, "allreduce_tiny")) {
+		bool tiny = name[10] == 't';
+
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
-		return MPI_Allreduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		return MPI_Allreduce(sbuf, rbuf, (odd ? 8 : 16) >> tiny, MPI_INT, MPI_SUM,
+				     MPI_COMM_WORLD);
 	}
 	if (!strcmp(name, "allreduce_cross") || !strcmp(name, "reduce_cross"))
 		return sum_ints(odd ? 8 : 8000, name[0] == 'a');
@@ -360,16 +373,19 @@ static int erroneous_call(const char *name)
 		free(out);
 		return rc;
 	}
-	if (!strcmp(name, "allreduce_op")) {
+	if (!strcmp(name, "allreduce_op") || !strcmp(name, "allreduce_op_tiny")) {
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
-		return MPI_Allreduce(sbuf, rbuf, 16, MPI_INT, odd ? MPI_MAX : MPI_SUM,
-				     MPI_COMM_WORLD);
+		return MPI_Allreduce(sbuf, rbuf, name[12] ? 4 : 16, MPI_INT,
+				     odd ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
 	}
-	if (!strcmp(name, "reduce_count")) {
+	if (!strcmp(name, "reduce_count") || !strcmp(name, "reduce_tiny")) {
+		bool tiny = name[7] == 't';
+
 		for (int i = 0; i < 16; i++)
 			sbuf[i] = i;
-		return MPI_Reduce(sbuf, rbuf, odd ? 8 : 16, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+		return MPI_Reduce(sbuf, rbuf, (odd ? 8 : 16) >> tiny, MPI_INT, MPI_SUM, 0,
+				  MPI_COMM_WORLD);
 	}
 	if (!strcmp(name, "reduce_root")) {
 		for (int i = 0; i < 16; i++)
