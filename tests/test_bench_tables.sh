@@ -91,6 +91,13 @@ expect "net: half-bandwidth point $h_net KiB" "$(line "$net" 'half-bandwidth poi
 expect "net: no get column (not measured)" "$(echo "$net" | head -3 | tail -1 | tr -s ' ')" \
 	'^ ?eager rendezvous the paper: eager / rendezvous$'
 
+# --markdown: Table 4 as a Markdown table too, the same figures.
+if "$PY" "$BENCH/hosts_table.py" --markdown "$csv" >"$T/out" 2>&1; then
+	expect "markdown: Table 4 between the hosts as a Markdown table" \
+		"$(sed -n '/^\*\*Table 4.*between the two hosts/,$p' "$T/out" | grep -m1 'minimum latency')" \
+		'^\| minimum latency, >= 1 B \(us\) \| 10\.001 \| 40\.001 \| 11\.08 / 12\.75 \|$'
+else bad "hosts_table.py --markdown failed:"; sed 's/^/     | /' "$T/out"; fi
+
 # A CSV without Table 4's cases prints no Table 4 and still succeeds.
 printf 'section,case,x,metric,value\nlatency,viaduct,8,half_rtt_us,7\nlatency,mpich,8,half_rtt_us,6\n' >"$T/plain.csv"
 if "$PY" "$BENCH/hosts_table.py" "$T/plain.csv" >"$T/out" 2>&1 && ! grep -q 'Table 4' "$T/out"; then
@@ -135,6 +142,17 @@ for args in "" "build --bogus" "build --rounds 0"; do
 	rc=$?
 	if [ $rc = 2 ] && grep -q 'Usage: ' "$T/out"; then ok "hosts.sh ${args:-(no arguments)}: usage, status 2"
 	else bad "hosts.sh ${args:-(no arguments)}: status $rc, want 2 and the usage"; fi
+done
+
+# --- hosts.sh: forced eager stops at the lower of the two eager limits
+# MPI_HOSTS_ENV gives (sizes as the library takes them), else 32728.
+eval "$(sed -n '/^eager_max() {/,/^table4_runs() {/p' "$BENCH/hosts.sh" | sed '$d')"
+for want in "32728:" "16384:VIADUCT_MPI_NET_EAGER_MAX=16k VIADUCT_MPI_EAGER_MAX=20000" \
+	"1024:X=1 VIADUCT_MPI_EAGER_MAX=1K" "32728:VIADUCT_MPI_EAGER_MAX=junk"; do
+	read -r -a EXTRA_ENV <<<"${want#*:}"
+	got=$(eager_max)
+	if [ "$got" = "${want%%:*}" ]; then ok "hosts.sh eager_max '${want#*:}': $got"
+	else bad "hosts.sh eager_max '${want#*:}': $got, want ${want%%:*}"; fi
 done
 
 echo "$fails failed"

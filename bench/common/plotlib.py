@@ -105,8 +105,17 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def print_table(title, cols, rows):
-    """cols: [(header, width)], rows: [[text...]]; right-aligned."""
+def print_table(title, cols, rows, markdown=False):
+    """cols: [(header, width)], rows: [[text...]]; right-aligned, or a
+    Markdown table (an empty header shown as "-") under a bold title."""
+    if markdown:
+        print("**%s**\n" % " ".join(title.split("\n")))
+        print("| " + " | ".join(h or "-" for h, _ in cols) + " |")
+        print("|" + "|".join("---:" for _ in cols) + "|")
+        for r in rows:
+            print("| " + " | ".join(str(c) for c in r) + " |")
+        print()
+        return
     print(title)
     print("  ".join(h.rjust(w) for h, w in cols))
     for r in rows:

@@ -443,14 +443,37 @@ done
 # The MPICH-PM/CLUMP paper's Table 4: viaduct with each protocol forced
 # (VIADUCT_MPI_PROTOCOL), both ranks on host A ("node": shm) and one on
 # each host ("net": ofi), cases viaduct_PLACE_PROTO.  Forced eager exists
-# only up to the switch point (32728 bytes inside a host and across).
+# only up to the switch point: 32728 bytes inside a host and across by
+# default, less where MPI_HOSTS_ENV lowers either.
+eager_max() {
+	local max=32728 v b
+	for v in "${EXTRA_ENV[@]}"; do
+		case $v in
+		VIADUCT_MPI_EAGER_MAX=*|VIADUCT_MPI_NET_EAGER_MAX=*) b=$(size_bytes "${v#*=}") ;;
+		*) continue ;;
+		esac
+		[ -n "$b" ] && [ "$b" -lt "$max" ] && max=$b
+	done
+	echo "$max"
+}
+# size_bytes N[k|m|g]: N with its suffix (as VIADUCT_* sizes take it) in
+# bytes; nothing for a value that is not a size (the library refuses it).
+size_bytes() {
+	local v=${1,,} m=1
+	case $v in
+	*k) m=1024; v=${v%k} ;;
+	*m) m=$((1024 * 1024)); v=${v%m} ;;
+	*g) m=$((1024 * 1024 * 1024)); v=${v%g} ;;
+	esac
+	[[ $v =~ ^[0-9]{1,9}$ ]] && echo $((10#$v * m))
+}
 table4_runs() {
 	local place proto prog max
 	for place in node net; do
 		for proto in eager get rndv; do
 			for prog in latency bw; do
 				max=()
-				[ $proto = eager ] && max=(--max-size 32728)
+				[ $proto = eager ] && max=(--max-size "$(eager_max)")
 				HOSTS_PLACE=$place HOSTS_LABEL=viaduct_${place}_$proto run viaduct 2 "$prog" \
 					VIADUCT_MPI_PROTOCOL=$proto -- "${max[@]}"
 			done

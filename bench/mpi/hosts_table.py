@@ -85,21 +85,13 @@ def table(data, test, markdown, only=None):
         rows.append(r)
     how = "lower is better" if lower else "higher is better"
     title = "%s, %s (%s)" % (title, unit, how)
-    if markdown:
-        print("**%s**\n" % title)
-        print("| " + " | ".join(h or "miss" for h, _ in cols) + " |")
-        print("|" + "|".join("---:" for _ in cols) + "|")
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-        print()
-    else:
-        print_table(title, cols, rows)
+    print_table(title, [(h or "miss", w) for h, w in cols] if markdown else cols, rows, markdown)
 
 
 T4_PROTOS = (("eager", "eager"), ("get", "get"), ("rndv", "rendezvous"))
 
 
-def table4(data):
+def table4(data, markdown):
     """The paper's Table 4 from hosts.sh's cases viaduct_node_PROTO (both
     ranks on one host) and viaduct_net_PROTO (one on each)."""
     for place, where, seed in (("node", "within a node (shm)", SEED_NODE),
@@ -107,7 +99,8 @@ def table4(data):
         print_table4("Table 4 (the MPICH-PM/CLUMP paper), %s: viaduct, protocol forced with "
                      "VIADUCT_MPI_PROTOCOL\n(ping-pong bandwidth = size / half round trip, "
                      "as the paper; '-': a protocol the paper did not measure there)" % where,
-                     data, [("viaduct_%s_%s" % (place, p), n) for p, n in T4_PROTOS], seed)
+                     data, [("viaduct_%s_%s" % (place, p), n) for p, n in T4_PROTOS], seed,
+                     markdown)
 
 
 def load_best(path):
@@ -156,7 +149,7 @@ def main():
         table(data, test, args.markdown,
               {int(x) for x in args.sizes.split(",")} if args.sizes else None)
     if not args.sizes:
-        table4(data)
+        table4(data, args.markdown)
     failed = [(case, v) for (case, m), vals in context.items() if m == "failed" for v in vals]
     for case, v in failed:
         print("FAILED: %s: %s" % (case, v))

@@ -131,16 +131,16 @@ def table4_rows(data, cols, seed, seed_names):
     return rows
 
 
-def print_table4(title, data, cols, seed):
+def print_table4(title, data, cols, seed, markdown=False):
     """Table 4 of the columns [(case, protocol)] present in data, the
-    paper's figures of those protocols (seed) beside them; nothing when
-    none is present."""
+    paper's figures of those protocols (seed) beside them (a Markdown
+    table with markdown); nothing when none is present."""
     cols = [c for c in cols if data.get(("latency", c[0], "half_rtt_us"))]
     if not cols:
         return
     names = [n for _, n in cols]
     head = [("", 36)] + [(n, 13) for n in names] + [("the paper: " + " / ".join(names), 30)]
-    print_table(title, head, table4_rows(data, cols, seed, names))
+    print_table(title, head, table4_rows(data, cols, seed, names), markdown)
 
 
 def table4(data):
