@@ -366,15 +366,40 @@ static int reduce_span(struct vd_shm *s, const struct direct_red *r, size_t a, s
 	return err ? err : deliver(s, r, acc, a, b);
 }
 
+/* How much of the vector member i reduces, relative to the others: a
+ * Reduce's root pulls every other member's part of its slice, and each
+ * other member pulls as much and also pushes its result to the root, so
+ * the root takes n parts to their n - 1 and all finish together (2
+ * ranks: two thirds to the root).  An Allreduce's members all push. */
+static size_t slice_weight(const struct vd_shm *s, const struct direct_red *r, int i)
+{
+	return r->root < 0 ? 1 : i == r->root ? (size_t)s->n : (size_t)s->n - 1;
+}
+
+/* This member's slice of count elements: [*lo, *hi). */
+static void slice_of(const struct vd_shm *s, const struct direct_red *r, size_t count,
+		     size_t *lo, size_t *hi)
+{
+	size_t before = 0, total = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		total += slice_weight(s, r, i);
+		if (i < s->me)
+			before += slice_weight(s, r, i);
+	}
+	*lo = count * before / total;
+	*hi = count * (before + slice_weight(s, r, s->me)) / total;
+}
+
 /* This member's slice, a chunk at a time. */
 static int reduce_slice(struct vd_shm *s, const struct direct_red *r, size_t count)
 {
-	size_t lo = count * (size_t)s->me / (size_t)s->n;
-	size_t hi = count * (size_t)(s->me + 1) / (size_t)s->n;
+	size_t lo, hi;
 	size_t per = SHM_DIRECT_CHUNK / r->esz;         /* >= 1: esz <= SHM_SLOT */
 	_Static_assert(SHM_DIRECT_CHUNK >= SHM_SLOT, "a chunk holds an element");
 	int err = 0;
 
+	slice_of(s, r, count, &lo, &hi);
 	for (size_t a = lo; a < hi && !err; a += per)
 		err = reduce_span(s, r, a, hi - a < per ? hi : a + per);
 	return err;
