@@ -50,6 +50,9 @@
 #define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
 #define SHM_DIRECT_CHUNK (32u * 1024)   /* bytes a direct reduction pulls
                                          * at a time (twice: s->bounce) */
+#define SHM_BOUNCE_PAGE 4096u           /* s->bounce holds two regions of */
+#define SHM_BOUNCE_REGION (SHM_DIRECT_CHUNK + SHM_BOUNCE_PAGE)  /* a chunk
+                                         * at any offset in a page */
 
 struct vd_shm {
 	char *base;                     /* the mapping */
@@ -64,8 +67,9 @@ struct vd_shm {
 	                                 * vd_shm_pull / vd_shm_push
 	                                 * (coll_shm_direct.c; SIZE_MAX:
 	                                 * never) */
-	char *bounce;                   /* 2 * SHM_DIRECT_CHUNK: a direct
-	                                 * reduction's pulled operands */
+	char *bounce;                   /* 2 * SHM_BOUNCE_REGION, page
+	                                 * aligned: a direct reduction's
+	                                 * pulled operands */
 	uint32_t phase;                 /* the last phase this member began */
 	uint32_t published;             /* the last phase it published */
 	pid_t *pids;                    /* members' processes (each one's own
