@@ -4,8 +4,11 @@
  * loop's bounds and chunk (2 KiB, 256 KiB, multiples of 64 and one
  * byte either side), from and to every alignment of a cache line, and
  * writes nothing outside the destination -- on each of its paths (AVX2
- * where the CPU has it, SSE2, memcpy).
+ * where the CPU has it, SSE2, memcpy); and it takes its loop for a copy
+ * of any size whose destination lies 1-63 bytes past its source in a
+ * page, where memcpy's `rep movsb` crawls.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +88,37 @@ static void sizes(copy_fn *f, const char *name)
 	printf("ok: %s\n", name);
 }
 
+/* Copies whose destination lies 1-63 bytes past the source in its page
+ * take the loop at any size (rep movsb's 4 KiB aliasing): which ones
+ * count, and that those beyond the loop's usual range still copy right. */
+static void aliasing(void)
+{
+	size_t big = 2 * VD_COPY_LOOP_MAX + 4096;
+	uint8_t *s = aligned_alloc(4096, big + 8192), *d = aligned_alloc(4096, big + 8192);
+	static const size_t dist[] = { 0, 1, 16, 63, 64, 2048, 4095 };
+	const size_t len[] = { VD_COPY_LOOP_MAX + 1, 300000, big };
+
+	VDT_CHECK(s && d);
+	for (size_t i = 0; i < big + 8192; i++)
+		s[i] = (uint8_t)(i * 7 + (i >> 9));
+	for (size_t k = 0; k < sizeof(dist) / sizeof(dist[0]); k++) {
+		bool want = dist[k] >= 1 && dist[k] < 64;
+
+		VDT_CHECK_EQ(vd_copy_aliases(d + 4096 + dist[k], s + 4096), want);
+		VDT_CHECK_EQ(vd_copy_aliases(d + dist[k], s), want);
+		for (size_t l = 0; l < sizeof(len) / sizeof(len[0]); l++) {
+			memset(d, 0xee, big + 8192);
+			vd_copy(d + dist[k], s, len[l]);
+			VDT_CHECK(memcmp(d + dist[k], s, len[l]) == 0);
+			VDT_CHECK(dist[k] == 0 || d[dist[k] - 1] == 0xee);
+			VDT_CHECK(d[dist[k] + len[l]] == 0xee);
+		}
+	}
+	free(s);
+	free(d);
+	printf("ok: copies 1-63 bytes past their source's page offset\n");
+}
+
 int main(void)
 {
 	src = malloc(MAXN + 64);
@@ -93,6 +127,7 @@ int main(void)
 	for (size_t i = 0; i < MAXN + 64; i++)
 		src[i] = (uint8_t)(i * 131 + (i >> 8));
 	sizes(copy_any, "vd_copy");
+	aliasing();
 #if defined(__x86_64__) && defined(__GNUC__)
 	sizes(copy_sse2, "the SSE2 loop");
 	if (vd_copy_avx2_ok())

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "coll_shm.h"
+#include "util/copy.h"
 #include "engine.h"
 #include "typeop.h"
 
@@ -82,7 +83,7 @@ int vd_coll_local_copy(const void *s, int sc, struct vd_dtype *st, void *r, int 
 	if (sbytes == 0 || s == r)
 		return MPI_SUCCESS;
 	if (st->contig && rt->contig) {
-		memcpy(r, s, sbytes);
+		vd_copy(r, s, sbytes);
 	} else if (st->contig) {
 		vd_dtype_unpack(rt, s, sbytes, r);
 	} else if (rt->contig) {

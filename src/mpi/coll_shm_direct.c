@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "coll_shm.h"
+#include "util/copy.h"
 
 /* Where member me's buffers lie in its own process. */
 struct shm_exposed {
@@ -302,7 +303,7 @@ int vd_shm_direct_alltoall(struct vd_shm *s, const char *sb, char *rb, size_t b,
 	if (pull_or_stop(s, area, p, (size_t)s->n * b, rb, b, (uint64_t)s->me * b, &err))
 		return err;
 	if (!err)
-		memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+		vd_copy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
 	return release_phase(s, err);
 }
 
@@ -381,7 +382,7 @@ static int deliver(struct vd_shm *s, const struct direct_red *r, const char *acc
 		if (r->root >= 0 && i != r->root)
 			continue;
 		if (i == s->me)
-			memcpy(r->out + off, acc, len);
+			vd_copy(r->out + off, acc, len);
 		else
 			err = vd_shm_push(s, i, r->out_at[i] + off, acc, len);
 	}
@@ -398,7 +399,7 @@ static int reduce_span(struct vd_shm *s, const struct direct_red *r, size_t a, s
 	int err = 0;
 
 	if (last == s->me)
-		memcpy(acc, r->in + a * r->esz, (b - a) * r->esz);
+		vd_copy(acc, r->in + a * r->esz, (b - a) * r->esz);
 	else
 		err = vd_shm_pull(s, last, acc, r->in_at[last] + a * r->esz, (b - a) * r->esz);
 	for (int j = s->n - 2; j >= 0 && !err; j--)

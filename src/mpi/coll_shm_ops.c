@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "coll_shm.h"
+#include "util/copy.h"
 
 /* Bcast's pipeline unit. */
 #define SHM_BCAST_CHUNK (32u * 1024)
@@ -121,7 +122,7 @@ static int bcast_seg_root(struct vd_shm *s, const char *data, uint64_t total, ui
 			vd_shm_sign(s, p, sig);
 		}
 		if (len)
-			memcpy(area + head, data + off, len);
+			vd_copy(area + head, data + off, len);
 		if (total <= SHM_STAMPED_MAX)
 			vd_shm_stamp(area, p, sig);
 		vd_shm_publish(s, p);
@@ -184,7 +185,7 @@ static int bcast_seg_member(struct vd_shm *s, char *data, uint64_t total, int ro
 		size_t len = bcast_len(s, total, off, head);
 
 		if (len)
-			memcpy(data + off, vd_shm_area(s, p) + head, len);
+			vd_copy(data + off, vd_shm_area(s, p) + head, len);
 		vd_shm_publish(s, p);
 		off += len;
 		head = 0;
@@ -292,7 +293,7 @@ static int combine_slots(const struct vd_shm *s, const struct shm_red *r, char *
 	int err = 0;
 
 	if (out != last)
-		memcpy(out, last, (hi - lo) * r->esz);
+		vd_copy(out, last, (hi - lo) * r->esz);
 	for (int j = s->n - 2; j >= 0 && !err && hi > lo; j--)
 		err = vd_op_apply(r->op, contribution(s, r, area, j, own, lo), out, (int)(hi - lo),
 				  r->dt);
@@ -336,7 +337,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 
 	if (err)
 		return err;
-	memcpy(slot(s, area, s->me), in, m * r->esz);
+	vd_copy(slot(s, area, s->me), in, m * r->esz);
 	contribute(s, p, area, m * r->esz, r->sig);
 	if (m * r->esz <= SHM_REDUCE_SMALL) {
 		if (!wants)
@@ -356,7 +357,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 		return 0;
 	err = vd_shm_wait(s, -1, p);
 	if (!err)
-		memcpy(out, slot(s, area, s->n - 1), m * r->esz);
+		vd_copy(out, slot(s, area, s->n - 1), m * r->esz);
 	return err;
 }
 
@@ -413,10 +414,10 @@ static int scatter_chunk(struct vd_shm *s, const struct shm_red *r, const char *
 	mine = slot(s, area, s->me);
 	in += e0 * esz;
 	if (in_place || lo == hi) {
-		memcpy(mine, in, m * esz);
+		vd_copy(mine, in, m * esz);
 	} else {
-		memcpy(mine, in, lo * esz);
-		memcpy(mine + hi * esz, in + hi * esz, (m - hi) * esz);
+		vd_copy(mine, in, lo * esz);
+		vd_copy(mine + hi * esz, in + hi * esz, (m - hi) * esz);
 	}
 	contribute(s, p, area, m * esz, r->sig);
 	if (lo == hi && !r->sig)
@@ -468,12 +469,12 @@ static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb, u
 
 		if ((err = vd_shm_claim(s, p, &area)))
 			break;
-		memcpy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
+		vd_copy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
 		contribute(s, p, area, len, off ? 0 : sig);
 		err = slots_wait(s, p, len, off ? 0 : sig);
 		for (int i = 0; i < s->n && !err; i++)
 			if (i != s->me)
-				memcpy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
+				vd_copy(piece(buf, all, pb, i) + off, slot(s, area, i), len);
 	}
 	return err;
 }
@@ -529,7 +530,7 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, 
 	int err = 0;
 
 	if (b)
-		memcpy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
+		vd_copy(rb + (size_t)s->me * b, sb + (size_t)s->me * b, b);
 	do {
 		size_t len = b - off < sub ? b - off : sub;
 		uint32_t p = vd_shm_next(s);
@@ -540,14 +541,14 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, 
 		mine = slot(s, area, s->me);
 		for (int d = 0; d < s->n && len; d++)
 			if (d != s->me)
-				memcpy(mine + (size_t)d * sub, sb + (size_t)d * b + off, len);
+				vd_copy(mine + (size_t)d * sub, sb + (size_t)d * b + off, len);
 		if (off == 0)   /* next to the publish: one trip of the line */
 			vd_shm_sign(s, p, sig);
 		vd_shm_publish(s, p);
 		err = off == 0 ? vd_shm_wait_signed(s, p, sig) : vd_shm_wait(s, -1, p);
 		for (int i = 0; i < s->n && !err && len; i++)
 			if (i != s->me)
-				memcpy(rb + (size_t)i * b + off, slot(s, area, i) + (size_t)s->me * sub,
+				vd_copy(rb + (size_t)i * b + off, slot(s, area, i) + (size_t)s->me * sub,
 				       len);
 		off += sub;
 	} while (off < b && !err);

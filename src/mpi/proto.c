@@ -661,7 +661,7 @@ void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)
 
 		inbound_to_req(in, r, &u->hdr);
 		cap = (size_t)r->st.vd_count_lo;
-		memcpy(r->data, u->payload, got < cap ? got : cap);
+		vd_copy(r->data, u->payload, got < cap ? got : cap);
 	} else {
 		match(r, u->peer, &u->hdr, u->payload, true);
 	}
