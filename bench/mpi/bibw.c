@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 	common_init(&b, "bibw", argc, argv, &defaults);
 	require_two_ranks(&b, "mpi_bibw");
 	print_header(&b, "bidirectional bandwidth (64 x MPI_Isend each way, MB/s)");
-	struct exchange x = { .b = &b, .sbuf = bench_alloc(b.o.max_size),
-			      .rbuf = bench_alloc(b.o.max_size) };
+	struct exchange x = { .b = &b, .sbuf = bench_alloc(&b, b.o.max_size),
+			      .rbuf = bench_alloc(&b, b.o.max_size) };
 	bw_table_head(&b);
 	for_each_size(&b, measure, &x);
 	common_finish(&b);

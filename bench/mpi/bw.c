@@ -95,7 +95,7 @@ int main(int argc, char **argv)
 	require_two_ranks(&b, "mpi_bw");
 	print_header(&b, "windowed bandwidth rank 0 -> 1 (64 x MPI_Isend, MB/s)");
 	size_t big = b.o.max_size > 4 ? b.o.max_size : 4;
-	struct stream st = { .b = &b, .sbuf = bench_alloc(big), .rbuf = bench_alloc(big) };
+	struct stream st = { .b = &b, .sbuf = bench_alloc(&b, big), .rbuf = bench_alloc(&b, big) };
 	bw_table_head(&b);
 	for_each_size(&b, measure, &st);
 	common_finish(&b);

@@ -366,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	print_header(&b, op->title);
 	size_t bytes = b.o.max_size * (size_t)b.size;
-	struct coll c = { &b, op, bench_alloc(bytes), bench_alloc(bytes), 0 };
+	struct coll c = { &b, op, bench_alloc(&b, bytes), bench_alloc(&b, bytes), 0 };
 	if (b.rank == 0)
 		printf("%10s %12s %12s %10s\n", "bytes", "median us", "min us", "calls");
 	for_each_size(&b, measure, &c);

@@ -15,7 +15,7 @@
 #
 # Usage: bench/mpi/coll.sh [--build DIR] [--out DIR] [--quick] [--rounds N]
 #                          [--ranks "2 4"] [--ops LIST] [--impl LIST]
-#                          [--max-size B] [--with-p2p]
+#                          [--max-size B] [--offset B] [--with-p2p]
 #   --build DIR    viaduct build tree with tools/vdcc, tools/vdrun (default build)
 #   --out DIR      results (default DIR/bench-results/coll)
 #   --quick        sizes in powers of four, short runs, 1 round unless --rounds
@@ -25,6 +25,9 @@
 #                  alltoall reduce_scatter_block" (all by default)
 #   --impl LIST    comma-separated subset of viaduct,openmpi,mpich
 #   --max-size B   largest size (default 1 MiB)
+#   --offset B     every library's buffers B bytes past a page boundary
+#                  (default 0: page aligned, as the standard suites; malloc
+#                  gives 16 from 128 KiB up)
 #   --with-p2p     also viaduct with VIADUCT_MPI_COLL_SHM=0 ("viaduct p2p":
 #                  its point-to-point algorithms instead of the shared segment)
 # Environment: PYTHON (default /usr/bin/python3), MPI_BENCH_TIMEOUT (seconds
@@ -46,11 +49,12 @@ RANKS="2 4"
 OPS="barrier bcast reduce allreduce allgather alltoall reduce_scatter_block"
 IMPLS=viaduct,openmpi,mpich
 MAX_SIZE=
+OFFSET=
 P2P=0
 PYTHON=${PYTHON:-/usr/bin/python3}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 16,38p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n 's/^# \{0,1\}//; 16,41p' "${BASH_SOURCE[0]}" >&2; exit 2; }
 note() { printf 'coll.sh: %s\n' "$*" >&2; }
 
 while [ $# -gt 0 ]; do
@@ -63,6 +67,8 @@ while [ $# -gt 0 ]; do
 	--ops|--progs) [ $# -ge 2 ] || usage; OPS=$2; shift ;;
 	--impl) [ $# -ge 2 ] || usage; IMPLS=$2; shift ;;
 	--max-size) [ $# -ge 2 ] || usage; MAX_SIZE=$2; shift ;;
+	--offset) [ $# -ge 2 ] && [ "$2" -ge 0 ] 2>/dev/null && [ "$2" -lt 4096 ] || usage
+		OFFSET=$2; shift ;;
 	--with-p2p) P2P=1 ;;
 	-h|--help) usage ;;
 	*) note "unknown option $1"; usage ;;
@@ -175,6 +181,7 @@ awk -v l="${LOAD%% *}" 'BEGIN { exit !(l > 0.5) }' &&
 ARGS=()
 [ -n "$QUICK" ] && ARGS+=(--quick)
 [ -n "$MAX_SIZE" ] && ARGS+=(--max-size "$MAX_SIZE")
+[ -n "$OFFSET" ] && ARGS+=(--offset "$OFFSET")
 set -- "${LIBS[@]}"
 probe_init "$BUILD/bench/line_probe"
 for r in $(seq 1 "$ROUNDS"); do
@@ -186,6 +193,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		context "$csv" date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 		context "$csv" probe_reference_ns "${PROBE_REF:-none}"
 		context "$csv" probe_wait_s "$PROBE_WAIT"
+		context "$csv" buffer_offset "${OFFSET:-0}"
 		for op in $OPS; do
 			for impl in "$@"; do
 				log=$OUT/logs/$op-n$n-$impl.log

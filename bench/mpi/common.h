@@ -33,6 +33,7 @@ struct bench_opts {
 	size_t min_size, max_size;
 	double run_time;        /* seconds per timed run */
 	int runs;
+	size_t offset;          /* buffers this far past a page boundary */
 };
 
 struct bench_ctx {
@@ -53,9 +54,9 @@ void common_finish(struct bench_ctx *b);
 /* The next size after s (0 -> 1, then x2; with --quick x4 except
  * 4 -> 8 -> 16); 0 after the end of the range. */
 size_t next_size(const struct bench_ctx *b, size_t s);
-/* Page-aligned, zeroed and touched buffer (first-touch outside timing);
- * aborts the job when out of memory. */
-void *bench_alloc(size_t bytes);
+/* A zeroed and touched buffer (first-touch outside timing), page aligned
+ * or --offset bytes past; aborts the job when out of memory. */
+void *bench_alloc(const struct bench_ctx *b, size_t bytes);
 
 /* Deterministic byte pattern for (size, salt): data moves, not just
  * completions.  fill writes it, check returns 0 or the index+1 of the

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	common_init(&b, "latency", argc, argv, &defaults);
 	require_two_ranks(&b, "mpi_latency");
 	print_header(&b, "ping-pong latency (half round trip, MPI_Send/MPI_Recv)");
-	struct pingpong pp = { &b, bench_alloc(b.o.max_size), bench_alloc(b.o.max_size) };
+	struct pingpong pp = { &b, bench_alloc(&b, b.o.max_size), bench_alloc(&b, b.o.max_size) };
 	if (b.rank == 0)
 		printf("%10s %12s %12s %10s %12s\n", "bytes", "median us", "min us",
 		       "round trips", "MB/s");
