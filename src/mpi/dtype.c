@@ -24,6 +24,7 @@
 #include <wchar.h>
 
 #include "dtype_impl.h"
+#include "util/copy.h"
 
 #define DT_NBUILTIN 64                  /* handles below this are predefined */
 
@@ -309,13 +310,13 @@ size_t vd_dtype_pack(const struct vd_dtype *t, const void *src, int count, void 
 	if (count <= 0 || t->size == 0)
 		return 0;
 	if (t->contig) {
-		memcpy(dst, src, (size_t)count * (size_t)t->size);
+		vd_copy(dst, src, (size_t)count * (size_t)t->size);
 		return (size_t)count * (size_t)t->size;
 	}
 	b = vd_dtype_blocks(t, &one, &nb);
 	for (MPI_Aint i = 0, base = 0; i < count; i++, base += t->extent)
 		for (int k = 0; k < nb; k++) {
-			memcpy(d, at(src, base + b[k].off), (size_t)b[k].len);
+			vd_copy(d, at(src, base + b[k].off), (size_t)b[k].len);
 			d += b[k].len;
 		}
 	return (size_t)(d - (char *)dst);
@@ -333,7 +334,7 @@ void vd_dtype_unpack(const struct vd_dtype *t, const void *src, size_t bytes, vo
 	if (bytes == 0 || t->size == 0)
 		return;
 	if (t->contig) {
-		memcpy(dst, src, bytes);
+		vd_copy(dst, src, bytes);
 		return;
 	}
 	b = vd_dtype_blocks(t, &one, &nb);
@@ -341,7 +342,7 @@ void vd_dtype_unpack(const struct vd_dtype *t, const void *src, size_t bytes, vo
 		for (int k = 0; k < nb && bytes > 0; k++) {
 			size_t n = (size_t)b[k].len < bytes ? (size_t)b[k].len : bytes;
 
-			memcpy(at(dst, base + b[k].off), s, n);
+			vd_copy(at(dst, base + b[k].off), s, n);
 			s += n;
 			bytes -= n;
 		}
@@ -356,13 +357,13 @@ void vd_dtype_copy(const struct vd_dtype *t, const void *src, void *dst, int cou
 	if (count <= 0 || src == dst)
 		return;
 	if (t->contig) {
-		memcpy(dst, src, (size_t)count * (size_t)t->size);
+		vd_copy(dst, src, (size_t)count * (size_t)t->size);
 		return;
 	}
 	b = vd_dtype_blocks(t, &one, &nb);
 	for (MPI_Aint i = 0, base = 0; i < count; i++, base += t->extent)
 		for (int k = 0; k < nb; k++)
-			memcpy(at(dst, base + b[k].off), at(src, base + b[k].off),
+			vd_copy(at(dst, base + b[k].off), at(src, base + b[k].off),
 			       (size_t)b[k].len);
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "typeop.h"
+#include "util/copy.h"
 #include "win.h"
 
 #define AM_BLOCKS_MAX 256
@@ -238,7 +239,7 @@ static int am_apply(struct vd_win *w, const struct am_head *h, const struct am_p
 		size_t n = (size_t)pc[i].len;
 		int err;
 		if (result)
-			memcpy(result + at, mem, n);
+			vd_copy(result + at, mem, n);
 		if (h->op != MPI_NO_OP &&
 		    (err = vd_op_apply(h->op, data + at, mem, (int)(n / bsize), h->basic)))
 			return err;
@@ -308,7 +309,7 @@ void vd_win_am_reply(struct vd_win *w, const struct vd_msg *m, const void *paylo
 		       rh.len > op->dest_len - rh.result_off))
 		rh.err = rh.err ? rh.err : MPI_ERR_INTERN;
 	else if (rh.len)
-		memcpy(op->dest + rh.result_off, (const uint8_t *)payload + sizeof(rh),
+		vd_copy(op->dest + rh.result_off, (const uint8_t *)payload + sizeof(rh),
 		       (size_t)rh.len);
 	vd_rma_part_done(r, rh.err);
 }

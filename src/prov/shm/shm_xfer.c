@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "prov/shm/shm.h"
+#include "util/copy.h"
 
 #define RX_STATUS_ALLOWED (VIP_STATUS_OP_MASK | VIP_STATUS_IMMEDIATE | \
 			   VIP_STATUS_LENGTH_ERROR | VIP_STATUS_TRANSPORT_ERROR | \
@@ -283,7 +284,7 @@ unsigned vd_shm_iov_slice(const struct iovec *src, unsigned n, uint64_t off,
 static void gather(const struct iovec *iov, unsigned n, uint8_t *dst)
 {
 	for (unsigned i = 0; i < n; i++) {
-		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		vd_copy(dst, iov[i].iov_base, iov[i].iov_len);
 		dst += iov[i].iov_len;
 	}
 }
@@ -750,7 +751,7 @@ static void scatter(VIP_DESCRIPTOR *d, const uint8_t *src, uint32_t len)
 	for (unsigned i = 0; i < d->CS.SegCount && len; i++) {
 		VIP_DATA_SEGMENT *s = vd_desc_seg(d, i);
 		uint32_t take = s->Length < len ? s->Length : len;
-		memcpy(vd_pv(s->Data), src, take);
+		vd_copy(vd_pv(s->Data), src, take);
 		src += take;
 		len -= take;
 	}
