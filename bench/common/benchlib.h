@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What bench_lmm and bench_vipl share: the clock, samples and their
- * median, the long-format CSV (section,case,x,metric,value) that the plot
- * scripts read, size labels, the machine-context lines and the options
- * every bench takes.  Not used by bench/mpi, whose programs must build
+ * What bench_lmm, bench_vipl and the probes of bench/net share: the
+ * clock, pinning, samples and their median, the long-format CSV
+ * (section,case,x,metric,value) that the plot scripts read, size labels,
+ * the machine-context lines and the options every bench takes.  Not used by bench/mpi, whose programs must build
  * with any MPI's compiler wrapper.
  */
 #ifndef BENCH_COMMON_BENCHLIB_H
@@ -20,6 +20,8 @@
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);
+/* Run the calling thread on `cpu` only: 0, or -1 (errno set). */
+int pin_to_cpu(int cpu);
 
 /* Up to MAX_RUNS figures of one measurement; more are dropped. */
 struct samples {

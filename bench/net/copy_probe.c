@@ -14,7 +14,6 @@
  * Prints one line per copy: the median ns per copy at each distance.
  * Exit 1 when it cannot map, fork or pin.
  */
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,6 +26,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "benchlib.h"
 
 #include "util/copy.h"
 
@@ -46,23 +47,6 @@ struct shared {
 	_Alignas(64) _Atomic int state;
 	_Alignas(4096) char buf[];
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
 
 /* The child: refill the buffer whenever asked, until told to stop. */
 static void child(struct shared *sh, size_t bytes)
@@ -153,11 +137,11 @@ int main(int argc, char **argv)
 	if ((pid = fork()) < 0)
 		return perror("copy_probe: fork"), 1;
 	if (pid == 0) {
-		if (pin(1))
+		if (pin_to_cpu(1))
 			_exit(1);
 		child(sh, bytes);
 	}
-	if (pin(0))
+	if (pin_to_cpu(0))
 		return perror("copy_probe: pin"), kill(pid, SIGKILL), 1;
 	printf("copy_probe: %zu bytes from lines CPU 1 just wrote to CPU 0; ns per copy at "
 	       "destination - source offset in a page of", bytes);

@@ -13,7 +13,6 @@
  *   line_probe [CPU_A CPU_B]     (default 0 1)
  * Prints "line_half_rtt_ns N"; exit 1 when it cannot pin or fork.
  */
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchlib.h"
+
 #define ROUND_TRIPS 4000
 #define RUNS 5
 /* A peer that stopped (killed, or never scheduled) must not hang us:
@@ -35,23 +36,6 @@ struct line {
 	_Alignas(64) _Atomic uint64_t ping;
 	_Atomic uint32_t gave_up;       /* the side on CPU B cannot run there */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
 
 static int wait_for(struct line *l, uint64_t want)
 {
@@ -115,13 +99,13 @@ int main(int argc, char **argv)
 	}
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);       /* never outlive the probe */
-		if (pin(b)) {
+		if (pin_to_cpu(b)) {
 			atomic_store_explicit(&l->gave_up, 1, memory_order_relaxed);
 			_exit(2);
 		}
 		_exit(play(l, 1, &seq, ROUND_TRIPS * (RUNS + 1)) ? 1 : 0);
 	}
-	if (pin(a)) {
+	if (pin_to_cpu(a)) {
 		perror("line_probe: pinning");
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
