@@ -73,6 +73,8 @@
  *   bcast_tiny_short the root 4 ints, the others 8
  *   bcast_tiny_seg   the root 4 ints (stamped), the others 50 (not)
  *   bcast_seg_tiny   the root 50 ints, the others 4
+ *   bcast_lines      the root 20 ints, the others 30 (both just past the
+ *                    stamped size: the first line unstamped)
  *   bcast_zero_root  the root 0 ints, the others 100
  *   bcast_zero_others the root 100 ints, the others 0
  *   allreduce_zero   Allreduce, 0 ints against 16
@@ -203,7 +205,7 @@ static const struct {
 	{ "bcast_chunks_split", 20000, 80000 }, { "bcast_zero_root", 0, 100 },
 	{ "bcast_zero_others", 100, 0 },   { "bcast_tiny_long", 8, 4 },
 	{ "bcast_tiny_short", 4, 8 },      { "bcast_tiny_seg", 4, 50 },
-	{ "bcast_seg_tiny", 50, 4 },
+	{ "bcast_seg_tiny", 50, 4 },       { "bcast_lines", 20, 30 },
 };
 
 /* 2^28 elements of 64 KiB each (a strided type): 16 TiB, which no
