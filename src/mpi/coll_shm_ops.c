@@ -369,7 +369,7 @@ int vd_shm_reduce(struct vd_shm *s, const void *in, void *out, int count, MPI_Da
 	bool wants = root < 0 || s->me == root;
 	int err = 0;
 
-	if (vd_shm_direct_roomy(s, total * r.esz))
+	if (vd_shm_direct_reduces(s, total * r.esz))
 		return vd_shm_direct_reduce(s, in, out, total, dt, op, root, r.sig);
 
 	for (size_t e0 = 0; e0 < total && !err; e0 += per) {

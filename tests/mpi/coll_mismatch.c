@@ -30,7 +30,7 @@
  *   rs_zero          rank 0's recvcounts all 0, the others' 2
  *   rs_block         Reduce_scatter_block, 2 against 3
  *   allreduce_count  Allreduce, 8 ints against 16
- *   allreduce_cross  Allreduce, 8 ints (the segment) against 8000 (read
+ *   allreduce_cross  Allreduce, 8 ints (the segment) against 20000 (read
  *                    directly)
  *   allreduce_chunks Allreduce, 10000 ints against 20000 (several chunks
  *                    of the segment where nothing is read directly)
@@ -45,7 +45,7 @@
  *                    of the segment where nothing is read directly)
  *   reduce_count     Reduce to 0, the same (one small chunk: only the root
  *                    waits, so only it must fail)
- *   reduce_cross     Reduce to 0, 8 ints (the segment) against 8000 (read
+ *   reduce_cross     Reduce to 0, 8 ints (the segment) against 20000 (read
  *                    directly)
  *   reduce_chunks    Reduce to 0, 10000 ints against 20000 (several chunks
  *                    of the segment where nothing is read directly)
@@ -327,7 +327,7 @@ static int erroneous_call(const char *name)
 				     MPI_COMM_WORLD);
 	}
 	if (!strcmp(name, "allreduce_cross") || !strcmp(name, "reduce_cross"))
-		return sum_ints(odd ? 8 : 8000, name[0] == 'a');
+		return sum_ints(odd ? 8 : 20000, name[0] == 'a');
 	if (!strcmp(name, "allreduce_chunks") || !strcmp(name, "reduce_chunks"))
 		return sum_ints(odd ? 10000 : 20000, name[0] == 'a');
 	if (!strcmp(name, "allreduce_zero")) {
