@@ -56,7 +56,7 @@ cases receivers "2 3 4" "bcast_seg_long bcast_seg_short bcast_seg_direct bcast_d
 # signed with its size, so one of another size (or none) never passes
 # for the member's own.
 cases receivers "2 3" "bcast_tiny_long bcast_tiny_short bcast_tiny_seg bcast_seg_tiny
-	bcast_lines" ""
+	bcast_lines bcast_edge" ""
 cases strict "2 3" "allreduce_tiny allreduce_op_tiny" ""
 cases root "2 3" "reduce_tiny" ""
 cases receivers "2 4" "bcast_long bcast_short" ", through the segment" VIADUCT_MPI_COLL_DIRECT_MIN=0

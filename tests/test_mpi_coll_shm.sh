@@ -12,8 +12,8 @@ for n in $MT_RANKS; do
 	mt_run coll_shm "$n" -- coll_shm
 done
 mt_run "coll_shm without the segment" 3 VIADUCT_MPI_COLL_SHM=0 -- coll_shm
-# Blocks read straight from the member holding them: at every size (1),
-# and never (0: every byte through the segment).
+# Blocks read straight from the member holding them: at every size (1;
+# reductions from 4 bytes), and never (0: every byte through the segment).
 for n in 2 4; do
 	mt_run "coll_shm, every block read directly" "$n" VIADUCT_MPI_COLL_DIRECT_MIN=1 -- coll_shm
 done

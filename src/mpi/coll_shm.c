@@ -667,12 +667,13 @@ static bool member_reached(struct vd_shm *s, int i, uint32_t p)
 	return true;
 }
 
-/* The word that stamps phase p signed sig: the signature word above the
- * phase, so that neither an earlier use of the line nor another
+/* The word that stamps phase p signed sig: the signature word (mixed
+ * with how often the phases wrapped) above the phase, so that neither
+ * an earlier use of the line, 2^32 phases ago included, nor another
  * collective's stamp passes for it. */
-static uint64_t stamp_value(uint32_t sig, uint32_t p)
+static uint64_t stamp_value(const struct vd_shm *s, uint32_t sig, uint32_t p)
 {
-	return (uint64_t)signature_word(sig, p) << 32 | p;
+	return (uint64_t)(signature_word(sig, p) ^ (s->wraps * 0x85ebca6bu)) << 32 | p;
 }
 
 static _Atomic uint64_t *stamp_word(const char *line)
@@ -888,10 +889,10 @@ bool vd_shm_sig_unwatch(struct vd_shm *s)
 	return s->sig_differs;
 }
 
-void vd_shm_stamp(char *line, uint32_t p, uint32_t sig)
+void vd_shm_stamp(const struct vd_shm *s, char *line, uint32_t p, uint32_t sig)
 {
 	/* Release: pairs with the acquire load in stamped(). */
-	atomic_store_explicit(stamp_word(line), stamp_value(sig, p), memory_order_release);
+	atomic_store_explicit(stamp_word(line), stamp_value(s, sig, p), memory_order_release);
 }
 
 void vd_shm_stamp_watch(struct vd_shm *s, const char *first, size_t stride, uint32_t p,
@@ -900,7 +901,7 @@ void vd_shm_stamp_watch(struct vd_shm *s, const char *first, size_t stride, uint
 	s->stamp_wanted = true;
 	s->stamp_first = first;
 	s->stamp_stride = stride;
-	s->stamp_want = stamp_value(sig, p);
+	s->stamp_want = stamp_value(s, sig, p);
 }
 
 void vd_shm_stamp_unwatch(struct vd_shm *s)

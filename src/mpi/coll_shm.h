@@ -49,7 +49,7 @@
 #define SHM_LINE 64                     /* one cache line per counter */
 #define SHM_MAX_MEMBERS 64              /* more: the segment gets too big */
 #define SHM_DIRECT_CHUNK (32u * 1024)   /* bytes a direct reduction pulls
-                                         * at a time (twice: s->bounce) */
+                                         * at a time (into s->bounce) */
 #define SHM_BOUNCE_PAGE 4096u           /* s->bounce holds two regions of */
 #define SHM_BOUNCE_REGION (SHM_DIRECT_CHUNK + SHM_BOUNCE_PAGE)  /* a chunk
                                          * at any offset in a page */
@@ -71,6 +71,8 @@ struct vd_shm {
 	                                 * aligned: a direct reduction's
 	                                 * pulled operands */
 	uint32_t phase;                 /* the last phase this member began */
+	uint32_t wraps;                 /* how often phase wrapped to 0 (the
+	                                 * same on every member: stamps) */
 	uint32_t published;             /* the last phase it published */
 	pid_t *pids;                    /* members' processes (each one's own
 	                                 * word, over point to point: not
@@ -103,7 +105,9 @@ struct vd_shm *vd_shm_of(struct vd_comm *c);
 /* Start the next phase: its number. */
 static inline uint32_t vd_shm_next(struct vd_shm *s)
 {
-	return ++s->phase;
+	if (++s->phase == 0)
+		s->wraps++;
+	return s->phase;
 }
 
 /* Say this member finished phase p (its writes before become visible to
@@ -182,11 +186,18 @@ void vd_shm_refuse_turn(struct vd_comm *c);
  * when the members' CPUs are far apart.  The counter is still published
  * (sleepers wait on it; a member in another collective reads it) and a
  * stale or foreign stamp is only ever compared, never trusted: it does
- * not match, and the wait goes by the counter as without stamps. */
+ * not match (the stamp names the phase, how often the phase counters
+ * wrapped, and the signature), and the wait goes by the counter as
+ * without stamps.  Only in an erroneous program could a member's own
+ * larger payload hold, at the stamp's bytes, the very value another
+ * member waits for (a chance of 2^-64 unless crafted): that reader then
+ * takes the line's bytes as data and misses the error, reading nothing
+ * outside the line. */
 #define SHM_STAMPED_MAX 48
 #define SHM_STAMP_AT SHM_STAMPED_MAX
-/* Stamp phase p, signed sig, after the bytes at the start of line. */
-void vd_shm_stamp(char *line, uint32_t p, uint32_t sig);
+/* Stamp phase p (this member's latest), signed sig, after the bytes at
+ * the start of line. */
+void vd_shm_stamp(const struct vd_shm *s, char *line, uint32_t p, uint32_t sig);
 /* Until vd_shm_stamp_unwatch, a wait at phase p takes member i as there
  * when the line at first + i * stride bears p's stamp signed sig
  * (stride 0: one line, the one member waited for). */

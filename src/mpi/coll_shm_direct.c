@@ -329,30 +329,35 @@ static bool copy_aliases(uint64_t dst, uint64_t src)
 {
 	uint64_t d = (dst - src) & (SHM_BOUNCE_PAGE - 1);
 
-	return (d >= 1 && d < 32) || d > SHM_BOUNCE_PAGE - 16;
+	return (d >= 1 && d < 32) || d >= SHM_BOUNCE_PAGE - 16;
+}
+
+/* Whether a result at `at` would alias a copy out to an output at off
+ * (the same holds for memcpy's `rep movsb`). */
+static bool copy_out_aliases(const struct vd_shm *s, const struct direct_red *r, uint64_t at,
+			     size_t off)
+{
+	for (int i = 0; i < s->n; i++)
+		if ((r->root < 0 || i == r->root) &&
+		    copy_aliases(i == s->me ? (uint64_t)(uintptr_t)r->out + off : r->out_at[i] + off,
+				 at))
+			return true;
+	return false;
 }
 
 /* Where in a bounce region (page aligned, a page longer than a chunk) to
  * pull from `from` and copy the result to the outputs at off: at from's
- * offset in its page, or a line or two on where a copy out would alias
- * (the same holds for memcpy's `rep movsb`). */
+ * offset in its page, or up to three lines on where a copy out would
+ * alias (else at from's offset all the same). */
 static char *bounce_at(const struct vd_shm *s, const struct direct_red *r, char *region,
 		       uint64_t from, size_t off)
 {
 	uint64_t at = from & (SHM_BOUNCE_PAGE - 1);
 
-	for (int k = 0; k < 4; k++, at = (at + SHM_LINE) & (SHM_BOUNCE_PAGE - 1)) {
-		bool clash = false;
-
-		for (int i = 0; i < s->n && !clash; i++)
-			clash = (r->root < 0 || i == r->root) &&
-				copy_aliases(i == s->me ? (uint64_t)(uintptr_t)r->out + off
-							: r->out_at[i] + off,
-					     (uint64_t)(uintptr_t)(region + at));
-		if (!clash)
-			break;
-	}
-	return region + at;
+	for (int k = 0; k < 4; k++, at = (at + SHM_LINE) & (SHM_BOUNCE_PAGE - 1))
+		if (!copy_out_aliases(s, r, (uint64_t)(uintptr_t)(region + at), off))
+			return region + at;
+	return region + (from & (SHM_BOUNCE_PAGE - 1));
 }
 
 /* Elements [a, b) of member j's input: this member's own in place,

@@ -124,7 +124,7 @@ static int bcast_seg_root(struct vd_shm *s, const char *data, uint64_t total, ui
 		if (len)
 			vd_copy(area + head, data + off, len);
 		if (total <= SHM_STAMPED_MAX)
-			vd_shm_stamp(area, p, sig);
+			vd_shm_stamp(s, area, p, sig);
 		vd_shm_publish(s, p);
 		off += len;
 		head = 0;
@@ -318,7 +318,7 @@ static int slots_wait(struct vd_shm *s, uint32_t p, size_t bytes, uint32_t sig)
 static void contribute(struct vd_shm *s, uint32_t p, char *area, size_t bytes, uint32_t sig)
 {
 	if (bytes <= SHM_STAMPED_MAX)
-		vd_shm_stamp(slot(s, area, s->me), p, sig);
+		vd_shm_stamp(s, slot(s, area, s->me), p, sig);
 	if (sig)        /* next to the publish: one trip of the line */
 		vd_shm_sign(s, p, sig);
 	vd_shm_publish(s, p);

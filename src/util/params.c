@@ -106,9 +106,9 @@ static const struct param params[] = {
 	  "whether node-local collectives treat the host as crowded (its ranks outnumber its CPUs: larger "
 	  "shared-segment steps, nothing read directly by Allgather and reductions): auto (count the CPUs), no, yes" },
 	{ "VIADUCT_MPI_COLL_DIRECT_MIN", PT_UINT, "16384", 0, 1u << 30, NULL,
-	  "from this many bytes a block, node-local Bcast, Allgather, Alltoall, Reduce and "
-	  "Allreduce read each other's buffers directly (one copy) instead of through the shared "
-	  "segment (0: never)" },
+	  "from this many bytes a block, node-local Bcast, Allgather and Alltoall (Reduce and "
+	  "Allreduce from four times as many) read each other's buffers directly (one copy) "
+	  "instead of through the shared segment (0: never)" },
 	{ "VIADUCT_PMIX_TIMEOUT_S", PT_UINT, "120", 1, 86400, NULL,
 	  "how long a PMIx call (fence, get) may wait for the launcher's server, in seconds" },
 	{ "VIADUCT_MPI_DEEP_RING_RANKS", PT_UINT, "16", 0, 1u << 20, NULL,

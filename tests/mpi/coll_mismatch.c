@@ -75,6 +75,8 @@
  *   bcast_seg_tiny   the root 50 ints, the others 4
  *   bcast_lines      the root 20 ints, the others 30 (both just past the
  *                    stamped size: the first line unstamped)
+ *   bcast_edge       the root 12 ints (48 bytes, stamped), the others 13
+ *                    (52: the data from the second line)
  *   bcast_zero_root  the root 0 ints, the others 100
  *   bcast_zero_others the root 100 ints, the others 0
  *   allreduce_zero   Allreduce, 0 ints against 16
@@ -206,6 +208,7 @@ static const struct {
 	{ "bcast_zero_others", 100, 0 },   { "bcast_tiny_long", 8, 4 },
 	{ "bcast_tiny_short", 4, 8 },      { "bcast_tiny_seg", 4, 50 },
 	{ "bcast_seg_tiny", 50, 4 },       { "bcast_lines", 20, 30 },
+	{ "bcast_edge", 12, 13 },
 };
 
 /* 2^28 elements of 64 KiB each (a strided type): 16 TiB, which no
