@@ -320,20 +320,19 @@ struct direct_red {
 	uint64_t out_at[SHM_MAX_MEMBERS];
 };
 
-/* Whether the kernel's copy from src to dst runs slow because of where
- * the two lie in their pages: on this machine's AMD EPYC, dst 1-31 bytes
- * past src made process_vm_readv of 64 KiB 5 times slower (1.5 against
- * 7.5 GB/s), dst 1-16 bytes before src 1.5 times (the CPU takes the
- * copy's loads for reads of the stores just made: 4 KiB aliasing). */
-static bool copy_aliases(uint64_t dst, uint64_t src)
+/* Whether a copy between a and b crawls because of where the two lie
+ * in their pages, either way round: the kernel's copy in
+ * process_vm_readv / process_vm_writev hits the same 4 KiB aliasing as
+ * memcpy's `rep movsb` (util/copy.h; dst 1-31 bytes past src: 5 times
+ * slower on this machine's AMD EPYC, 1-16 bytes before: 1.5 times). */
+static bool copy_aliases(uint64_t a, uint64_t b)
 {
-	uint64_t d = (dst - src) & (SHM_BOUNCE_PAGE - 1);
+	const void *pa = (const void *)(uintptr_t)a, *pb = (const void *)(uintptr_t)b;
 
-	return (d >= 1 && d < 32) || d >= SHM_BOUNCE_PAGE - 16;
+	return vd_copy_aliases(pa, pb) || vd_copy_aliases(pb, pa);
 }
 
-/* Whether a result at `at` would alias a copy out to an output at off
- * (the same holds for memcpy's `rep movsb`). */
+/* Whether a result at `at` would alias a copy out to an output at off. */
 static bool copy_out_aliases(const struct vd_shm *s, const struct direct_red *r, uint64_t at,
 			     size_t off)
 {
@@ -345,35 +344,40 @@ static bool copy_out_aliases(const struct vd_shm *s, const struct direct_red *r,
 	return false;
 }
 
-/* Where in a bounce region (page aligned, a page longer than a chunk) to
- * pull from `from` and copy the result to the outputs at off: at from's
- * offset in its page, or up to three lines on where a copy out would
- * alias (else at from's offset all the same). */
-static char *bounce_at(const struct vd_shm *s, const struct direct_red *r, char *region,
-		       uint64_t from, size_t off)
+/* In a bounce region (page aligned, a page longer than a chunk), the
+ * place at from's offset in a page: a pull from `from` lands there
+ * without aliasing. */
+static char *at_offset_of(char *region, uint64_t from)
 {
-	uint64_t at = from & (SHM_BOUNCE_PAGE - 1);
-
-	for (int k = 0; k < 4; k++, at = (at + SHM_LINE) & (SHM_BOUNCE_PAGE - 1))
-		if (!copy_out_aliases(s, r, (uint64_t)(uintptr_t)(region + at), off))
-			return region + at;
 	return region + (from & (SHM_BOUNCE_PAGE - 1));
 }
 
-/* Elements [a, b) of member j's input: this member's own in place,
- * another's pulled into the bounce region (*at: where). */
-static int operand(struct vd_shm *s, const struct direct_red *r, int j, size_t a, size_t b,
-		   char *region, const char **at)
+/* Where in a bounce region to pull from `from` and copy the result to
+ * the outputs at off: at from's offset in its page, or up to three lines
+ * on where a copy out would alias (else at from's offset all the same). */
+static char *bounce_at(const struct vd_shm *s, const struct direct_red *r, char *region,
+		       uint64_t from, size_t off)
 {
-	uint64_t from = r->in_at[j] + a * r->esz;
-	char *buf;
+	for (uint64_t k = 0; k < 4; k++) {
+		char *at = at_offset_of(region, from + k * SHM_LINE);
 
+		if (!copy_out_aliases(s, r, (uint64_t)(uintptr_t)at, off))
+			return at;
+	}
+	return at_offset_of(region, from);
+}
+
+/* Elements [a, b) of member j's input: this member's own in place,
+ * another's pulled into buf. */
+static int operand(struct vd_shm *s, const struct direct_red *r, int j, size_t a, size_t b,
+		   char *buf, const char **at)
+{
 	if (j == s->me) {
 		*at = r->in + a * r->esz;
 		return 0;
 	}
-	*at = buf = region + (from & (SHM_BOUNCE_PAGE - 1));
-	return vd_shm_pull(s, j, buf, from, (b - a) * r->esz);
+	*at = buf;
+	return vd_shm_pull(s, j, buf, r->in_at[j] + a * r->esz, (b - a) * r->esz);
 }
 
 /* The result of elements [a, b) to every member that wants it. */
@@ -398,18 +402,18 @@ static int deliver(struct vd_shm *s, const struct direct_red *r, const char *acc
  * segment's combine_slots, so both paths give bitwise the same result. */
 static int reduce_span(struct vd_shm *s, const struct direct_red *r, size_t a, size_t b)
 {
-	int last = s->n - 1;
-	char *acc = bounce_at(s, r, s->bounce, r->in_at[last] + a * r->esz, a * r->esz);
+	char *acc = bounce_at(s, r, s->bounce, r->in_at[s->n - 1] + a * r->esz, a * r->esz);
 	const char *x;
-	int err = 0;
+	int err = operand(s, r, s->n - 1, a, b, acc, &x);
 
-	if (last == s->me)
-		vd_copy(acc, r->in + a * r->esz, (b - a) * r->esz);
-	else
-		err = vd_shm_pull(s, last, acc, r->in_at[last] + a * r->esz, (b - a) * r->esz);
-	for (int j = s->n - 2; j >= 0 && !err; j--)
-		if (!(err = operand(s, r, j, a, b, s->bounce + SHM_BOUNCE_REGION, &x)))
+	if (!err && x != acc)
+		vd_copy(acc, x, (b - a) * r->esz);
+	for (int j = s->n - 2; j >= 0 && !err; j--) {
+		char *tmp = at_offset_of(s->bounce + SHM_BOUNCE_REGION, r->in_at[j] + a * r->esz);
+
+		if (!(err = operand(s, r, j, a, b, tmp, &x)))
 			err = vd_op_apply(r->op, x, acc, (int)(b - a), r->dt);
+	}
 	return err ? err : deliver(s, r, acc, a, b);
 }
 
