@@ -52,6 +52,7 @@
 
 #include "coll_shm.h"
 #include "engine.h"
+#include "util/sys.h"
 
 #define SHM_YIELD_NS (200 * 1000)
 /* A yield that takes this long gave the CPU to a process of someone
@@ -552,14 +553,6 @@ void vd_shm_free(struct vd_shm *s)
 
 /* ---- waiting ------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Until when this process leaves yields out (SHM_YIELD_SLOW_NS); one
  * word for all its communicators, which share its CPUs.  Relaxed: a
  * hint, ordered with nothing. */
@@ -567,15 +560,15 @@ static _Atomic uint64_t yields_off_until;
 
 static bool yields_pay(void)
 {
-	return now_ns() >= atomic_load_explicit(&yields_off_until, memory_order_relaxed);
+	return vd_now_ns() >= atomic_load_explicit(&yields_off_until, memory_order_relaxed);
 }
 
 static void yield_timed(void)
 {
-	uint64_t t0 = now_ns(), t1;
+	uint64_t t0 = vd_now_ns(), t1;
 
 	sched_yield();
-	t1 = now_ns();
+	t1 = vd_now_ns();
 	if (t1 - t0 >= SHM_YIELD_SLOW_NS)
 		atomic_store_explicit(&yields_off_until, t1 + SHM_YIELD_OFF_NS,
 				      memory_order_relaxed);
@@ -788,10 +781,10 @@ int vd_shm_wait(struct vd_shm *s, int who, uint32_t p)
 		return -EIO;
 	if (ready(s, who, p))
 		return wait_outcome(s);
-	start = checked = now_ns();
+	start = checked = vd_now_ns();
 	budget = vd_coll_spin_budget_ns();
 	for (unsigned i = 1; !ready(s, who, p); i++) {
-		if (!(i & 15) && now_ns() - start >= budget)
+		if (!(i & 15) && vd_now_ns() - start >= budget)
 			goto yield;
 		cpu_relax();
 	}
@@ -800,7 +793,7 @@ yield:
 	/* Hand the CPU to whoever can run -- likely the member waited for
 	 * -- for a while before sleeping: cheaper than a futex round trip
 	 * when the wait is short. */
-	while (now_ns() - start < budget + SHM_YIELD_NS && yields_pay()) {
+	while (vd_now_ns() - start < budget + SHM_YIELD_NS && yields_pay()) {
 		int held = vd_lock_release();
 
 		yield_timed();
@@ -818,7 +811,7 @@ yield:
 		held = vd_lock_release();
 		sleep_on(s, i, p);
 		vd_lock_reacquire(held);
-		now = now_ns();
+		now = vd_now_ns();
 		if (now - checked >= SHM_LIVENESS_NS) {
 			checked = now;
 			/* Ours too: a member that reset it would stall the
@@ -846,13 +839,13 @@ static bool member_gone(const struct vd_shm *s, int i)
 int vd_shm_wait_release(struct vd_shm *s, uint32_t p)
 {
 	int err = vd_shm_wait(s, -1, p);
-	uint64_t give_up = now_ns() + SHM_RELEASE_NS;
+	uint64_t give_up = vd_now_ns() + SHM_RELEASE_NS;
 
 	if (err != -EIO)
 		return err;
-	for (int i = 0; i < s->n && !s->corrupt && now_ns() < give_up; i++) {
+	for (int i = 0; i < s->n && !s->corrupt && vd_now_ns() < give_up; i++) {
 		while (!member_gone(s, i) && !member_reached(s, i, p) && !s->corrupt &&
-		       now_ns() < give_up) {
+		       vd_now_ns() < give_up) {
 			struct timespec nap = { 0, SHM_NAP_NS };
 			int held = vd_lock_release();
 

@@ -311,6 +311,9 @@ void vd_wire_flush(void);
  * complete, one we cleared (CTS) not yet arrived, or a get of our buffer
  * (RTS_GET) not yet answered DONE. */
 bool vd_wire_moving(void);
+/* A message from another host came at since_ns (CLOCK_MONOTONIC) or
+ * later. */
+bool vd_wire_heard_since(uint64_t since_ns);
 /* A get of ours across hosts began (+1: its RTS went out or was queued)
  * or ended (-1). */
 void vd_wire_get_out(int delta);

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "win.h"
+#include "util/sys.h"
 
 
 /* ---- waiting ---------------------------------------------------------------------- */
@@ -95,13 +96,18 @@ uint64_t vd_coll_spin_budget_ns(void)
 	return crowded ? 0 : spin_ns();
 }
 
-/* While a transfer across hosts is under way (VIADUCT_MPI_SPIN_XFER_US,
- * default 1 ms): its data comes in pieces as the fabric delivers them,
+/* While a transfer across hosts is under way, or for a while after a
+ * message came from another host (VIADUCT_MPI_SPIN_XFER_US, default
+ * 1 ms).  A transfer's data comes in pieces as the fabric delivers them,
  * and over tcp each piece moves only while someone polls (manual
- * progress).  A rank that slept after 20 us woke thousands of times a
- * second, each wake-up a scheduler round trip (4 MiB windowed
- * bandwidth between two namespace hosts: 2.2 against 3.0 GB/s).  Not
- * more than the plain budget on an oversubscribed host. */
+ * progress): a rank that slept after 20 us woke thousands of times a
+ * second, each wake-up a scheduler round trip (4 MiB windowed bandwidth
+ * between two namespace hosts: 2.2 against 3.0 GB/s).  And a round trip
+ * over tcp takes 10-40 us: a rank that slept after 20 us paid a wake-up
+ * through the service thread on many replies (8-byte half round trip
+ * between two namespace hosts: 37 us when every wait sleeps, 12 when
+ * none does).  Not more than the plain budget on an oversubscribed
+ * host. */
 static uint64_t xfer_spin_ns(void)
 {
 	static int64_t cached = -1;
@@ -115,12 +121,16 @@ static uint64_t xfer_spin_ns(void)
 	return (uint64_t)cached;
 }
 
-static uint64_t now_ns(void)
+/* A wait that has polled for `spun` ns goes on polling. */
+static bool keep_polling(uint64_t now, uint64_t spun)
 {
-	struct timespec ts;
+	uint64_t xfer = xfer_spin_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (spun < spin_ns())
+		return true;
+	if (spun >= xfer)
+		return false;
+	return vd_wire_moving() || (now > xfer && vd_wire_heard_since(now - xfer));
 }
 
 /* One step of a blocking wait: poll; once nothing has come for the spin
@@ -130,12 +140,11 @@ static void wait_step(struct vd_idle *idle)
 	bool block = idle->sleeping;
 
 	if (!block && idle->polls && !(idle->polls & 7)) {
-		uint64_t now = now_ns();
+		uint64_t now = vd_now_ns();
 		if (!idle->since_ns)
 			idle->since_ns = now;
 		else
-			block = idle->sleeping = now - idle->since_ns >= spin_ns() &&
-				(now - idle->since_ns >= xfer_spin_ns() || !vd_wire_moving());
+			block = idle->sleeping = !keep_polling(now, now - idle->since_ns);
 	}
 	if (vd_progress(block))
 		*idle = (struct vd_idle){ 0 };

@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "wire_conn.h"
+#include "util/sys.h"
 
 #define NSLOT 16                /* send slots per peer (RDMA) */
 #define NRECV 16                /* receives for rendezvous immediates */
@@ -108,6 +109,8 @@ static struct {
 	unsigned gets_out;
 	unsigned cq_skipped;
 	unsigned idle_ms;               /* idle_wait's bound */
+	uint64_t net_heard_ns;          /* when a message last came from
+	                                 * another host (vd_wire_heard_since) */
 	bool lazy;                      /* VIADUCT_MPI_CONNECT=lazy */
 	int *live;                      /* the peers with a VI, in the order
 	                                 * they got it: progress looks at these */
@@ -930,8 +933,16 @@ static int progress_wire(bool block)
 		return 0;
 	if (W.lazy)
 		adopt_new();
-	for (int i = 0; i < W.nlive; i++)
-		n += progress_peer(&W.peers[W.live[i]], W.live[i]);
+	for (int i = 0; i < W.nlive; i++) {
+		struct peer *p = &W.peers[W.live[i]];
+		int got = progress_peer(p, W.live[i]);
+
+		/* A clock read per burst from another host: each costs
+		 * microseconds of the fabric already. */
+		if (got && p->t == &W.t[VD_T_OFI])
+			W.net_heard_ns = vd_now_ns();
+		n += got;
+	}
 	/* Only immediates (and flushes at the end) arrive there. */
 	if (!W.imm_expected && ++W.cq_skipped < 64 && !block)
 		return n;
@@ -975,6 +986,11 @@ bool vd_wire_moving(void)
 			return true;
 	}
 	return false;
+}
+
+bool vd_wire_heard_since(uint64_t since_ns)
+{
+	return W.net_heard_ns >= since_ns;
 }
 
 bool vd_wire_busy(void)

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "wire_conn.h"
+#include "util/sys.h"
 
 #define CONNECT_TIMEOUT_MS 60000u       /* as long as eager start-up waits */
 #define LISTEN_MS 200u                  /* a listener looks at `stop` this often */
@@ -61,14 +62,6 @@ static struct {
 	pthread_t listener[VD_T_N], connector;
 	bool listening[VD_T_N], connecting;
 } C = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void nap_ms(unsigned ms)
 {
@@ -266,14 +259,14 @@ static bool still_requesting(int r)
  * second (each knock is a handshake the provider keeps a slot for). */
 static VIP_RETURN request(enum vd_transport k, int r, VIP_VI_HANDLE vi)
 {
-	uint64_t deadline = now_ns() + CONNECT_TIMEOUT_MS * 1000000ull;
+	uint64_t deadline = vd_now_ns() + CONNECT_TIMEOUT_MS * 1000000ull;
 	uint8_t la[128], ra[128];
 	VIP_VI_ATTRIBUTES attrs;
 	unsigned nap = 1;
 	VIP_RETURN rc;
 
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = vd_now_ns();
 		VIP_ULONG left = now < deadline ? (VIP_ULONG)((deadline - now) / 1000000u) : 0;
 		if (!left || stopping())
 			return VIP_TIMEOUT;
@@ -377,7 +370,7 @@ void vd_conn_want(int peer)
 	pthread_mutex_lock(&C.lock);
 	if (C.c[peer].state == C_NONE) {
 		C.c[peer].state = C_WANT;
-		C.c[peer].since_ns = now_ns();
+		C.c[peer].since_ns = vd_now_ns();
 		C.queue[C.qtail++] = peer;
 		pthread_cond_signal(&C.wake);
 	}
@@ -413,7 +406,7 @@ static void connect_failed(int r, const char *why)
 
 void vd_conn_check(void)
 {
-	uint64_t now = now_ns(), limit = CONNECT_TIMEOUT_MS * 1000000ull;
+	uint64_t now = vd_now_ns(), limit = CONNECT_TIMEOUT_MS * 1000000ull;
 	int bad = -1;
 	bool failed = false;
 

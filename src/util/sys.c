@@ -21,14 +21,6 @@
 #include "util/siphash.h"
 #include "util/sys.h"
 
-uint64_t vd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* splitmix64 finaliser: spreads weak inputs over all bits. */
 static uint64_t mix64(uint64_t z)
 {

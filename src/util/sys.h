@@ -9,15 +9,26 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
-uint64_t vd_now_ns(void);
+/* CLOCK_MONOTONIC in nanoseconds.  Inline: the layers above the core
+ * library (MPI) read it on their wait paths and cannot link to the
+ * core's internal symbols. */
+static inline uint64_t vd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Nanoseconds from `then` to `now`, 0 when `then` is later: a time
  * stamped by another thread after the caller read `now` (it was
  * descheduled in between) is no age at all, not 584 years. */
 static inline uint64_t vd_ns_since(uint64_t now, uint64_t then)
 {
 	return now > then ? now - then : 0;
-}                   /* CLOCK_MONOTONIC */
+}
 /* Random 32/64-bit value: unpredictable to other processes, never blocks,
  * no system call after the first (SipHash of a counter, see sys.c). */
 uint32_t vd_random32(void);
