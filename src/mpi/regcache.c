@@ -21,11 +21,19 @@
 #include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "engine.h"
 
-#define REGC_N 64
+/* Entries: enough for a window of 64 sends and 64 receives of distinct
+ * buffers and the collectives' own (64 thrashed: every get of a 64 KiB
+ * window mlocked and munlocked its buffer). */
+#define REGC_N 512
+/* How far a lookup walks back from the last entry that starts at or
+ * below the address: entries rarely nest, and a miss only registers
+ * anew. */
+#define REGC_WALK 8
 
 struct regc {
 	enum vd_transport t;            /* the NIC it is registered with */
@@ -35,6 +43,7 @@ struct regc {
 	uint64_t used;                  /* LRU clock */
 };
 
+/* Sorted by (t, lo): a lookup is a binary search. */
 static struct regc cache[REGC_N];
 static int ncache;
 static uint64_t tick;
@@ -68,11 +77,32 @@ static size_t default_budget(void)
 	return (size_t)b;
 }
 
+static bool before(enum vd_transport t1, uintptr_t lo1, enum vd_transport t2, uintptr_t lo2)
+{
+	return t1 != t2 ? t1 < t2 : lo1 < lo2;
+}
+
+/* The number of entries that sort at or before (t, lo). */
+static int upper_bound(enum vd_transport t, uintptr_t lo)
+{
+	int a = 0, b = ncache;
+
+	while (a < b) {
+		int m = (a + b) / 2;
+		if (before(t, lo, cache[m].t, cache[m].lo))
+			b = m;
+		else
+			a = m + 1;
+	}
+	return a;
+}
+
 static void drop(int i)
 {
 	vd_wire_deregister(cache[i].t, (void *)cache[i].lo, cache[i].mh);
 	bytes -= cache[i].hi - cache[i].lo;
-	cache[i] = cache[--ncache];
+	memmove(&cache[i], &cache[i + 1], (size_t)(ncache - i - 1) * sizeof(cache[0]));
+	ncache--;
 }
 
 /* Evict unused entries, oldest first, until `need` more bytes fit (all
@@ -92,19 +122,32 @@ static void evict(size_t need)
 	}
 }
 
-static int lookup(enum vd_transport t, uintptr_t lo, uintptr_t hi)
+/* An entry of t holding [lo, hi), and with handle mh unless mh is 0. */
+static int lookup(enum vd_transport t, uintptr_t lo, uintptr_t hi, VIP_MEM_HANDLE mh)
 {
-	for (int i = 0; i < ncache; i++)
-		if (cache[i].t == t && cache[i].lo <= lo && hi <= cache[i].hi)
+	int end = upper_bound(t, lo);
+
+	for (int i = end - 1; i >= 0 && i >= end - REGC_WALK && cache[i].t == t; i--)
+		if (hi <= cache[i].hi && (!mh || cache[i].mh == mh))
 			return i;
 	return -1;
+}
+
+static void insert(struct regc e)
+{
+	int at = upper_bound(e.t, e.lo);
+
+	memmove(&cache[at + 1], &cache[at], (size_t)(ncache - at) * sizeof(cache[0]));
+	cache[at] = e;
+	ncache++;
+	bytes += e.hi - e.lo;
 }
 
 int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 {
 	enum vd_transport t = vd_place_via(peer);
 	uintptr_t lo = (uintptr_t)addr, hi = lo + (len ? len : 1);
-	int i = lookup(t, lo, hi), err;
+	int i = lookup(t, lo, hi, 0), err;
 
 	if (!budget)
 		budget = default_budget();
@@ -119,9 +162,8 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 		}
 		if (err)
 			return err;
-		i = ncache++;
-		cache[i] = (struct regc){ t, lo, hi, *mh, 0, 0 };
-		bytes += hi - lo;
+		insert((struct regc){ t, lo, hi, *mh, 0, 0 });
+		i = lookup(t, lo, hi, *mh);
 	}
 	cache[i].users++;
 	cache[i].used = ++tick;
@@ -132,16 +174,20 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 void vd_regcache_put(int peer, void *addr, VIP_MEM_HANDLE mh)
 {
 	enum vd_transport t = vd_place_via(peer);
+	uintptr_t lo = (uintptr_t)addr;
+	int i = lookup(t, lo, lo + 1, mh);
 
-	for (int i = 0; i < ncache; i++) {
-		if (cache[i].t != t || cache[i].mh != mh)
-			continue;
-		cache[i].users--;
-		if (bytes > budget && !cache[i].users)
-			drop(i);
+	/* Entries inserted since the get may have pushed it past the walk. */
+	for (int k = 0; i < 0 && k < ncache; k++)
+		if (cache[k].t == t && cache[k].mh == mh)
+			i = k;
+	if (i < 0) {
+		vd_wire_deregister(t, addr, mh);        /* registered outside the cache */
 		return;
 	}
-	vd_wire_deregister(t, addr, mh);        /* registered outside the cache */
+	cache[i].users--;
+	if (bytes > budget && !cache[i].users)
+		drop(i);
 }
 
 void vd_regcache_flush(void)
