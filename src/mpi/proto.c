@@ -57,7 +57,7 @@ static enum proto large = P_GET;
 static bool large_given;                /* VIADUCT_MPI_LARGE is set */
 static size_t split_min = 256 * 1024;   /* measured: docs/bench-mpi.md */
 static size_t pipe_max = 128 * 1024;    /* measured: docs/bench-mpi.md */
-static size_t net_pipe_max = 48 * 1024; /* likewise */
+static size_t net_pipe_max = 64 * 1024; /* likewise */
 static size_t net_turn_max = 64 * 1024; /* likewise */
 static size_t net_get_max = 1 << 20;    /* likewise */
 /* Inside a host, the largest message the ring carries (eager or
@@ -137,7 +137,10 @@ static void read_env(void)
  * peer's (a ping-pong's turn: nothing sent since the peer's last message
  * began) is pipelined up to net_turn_max: at 64 KiB the half round trip
  * took 31-33 against 42-51 us; in a stream of sends rendezvous still
- * moves more (64 KiB windowed 2.6-2.7 against 1.5-2.3 GB/s pipelined).
+ * moved more (64 KiB windowed 2.6-2.7 against 1.5-2.3 GB/s pipelined)
+ * until parts to another host took a whole ring message (pipe_part):
+ * then 64 KiB windowed moved 1.31 against get's 1.18 GB/s (median of
+ * five alternations), hence net_pipe_max 64 KiB.
  * Above that, across hosts, get up to net_get_max: its RTS carries the
  * sender's buffer and the receiver's provider asks the sender's for it,
  * two hops before the data where rendezvous's RTS, CTS, the write's
@@ -211,6 +214,19 @@ static int send_eager(struct vd_req *r)
  * completes with the last.  Once a part has gone, a failure cannot be
  * undone (the receiver holds half a message, the queue points into the
  * buffer): it ends the job. */
+/* A part's size: 16 KiB inside a host, where the sender's copy of one
+ * overlaps the receiver's of the last on the other core; to another host
+ * a whole ring message (the eager limit, 32 KiB by default), since every
+ * part costs a system call at each end and the copies are cheap beside
+ * the wire (48 KiB windowed between two namespace hosts 0.69-1.11 ->
+ * 1.34-1.56 GB/s, a 64 KiB half round trip 67-104 -> 57-61 us). */
+static size_t pipe_part(int peer)
+{
+	size_t emax = vd_eager_max(peer);
+
+	return vd_place_via(peer) == VD_T_OFI && emax > VD_PIPE_PART ? emax : VD_PIPE_PART;
+}
+
 static int send_pipelined(struct vd_req *r)
 {
 	struct vd_msg m = msg_for(r, VD_MSG_EAGER);
@@ -221,8 +237,10 @@ static int send_pipelined(struct vd_req *r)
 	m.len = r->bytes;
 	m.sreq = r->id;
 	m.flags |= VD_MSGF_MORE;
+	size_t part = pipe_part(r->peer);
+
 	while (off < r->bytes) {
-		size_t n = r->bytes - off < VD_PIPE_PART ? r->bytes - off : VD_PIPE_PART;
+		size_t n = r->bytes - off < part ? r->bytes - off : part;
 		bool last = off + n == r->bytes;
 
 		err = vd_wire_send_ref(r->peer, &m, data + off, n, last ? r : NULL);
@@ -309,7 +327,7 @@ int vd_proto_send(struct vd_req *r)
 	if (r->peer == vd_mpi.rank)
 		return send_self(r);
 	if (p == P_PIPE)        /* one part (a low eager limit): plain eager */
-		return r->bytes <= VD_PIPE_PART ? send_eager(r) : send_pipelined(r);
+		return r->bytes <= pipe_part(r->peer) ? send_eager(r) : send_pipelined(r);
 	return p == P_EAGER ? send_eager(r) : send_rts(r, p);
 }
 

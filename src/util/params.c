@@ -77,7 +77,7 @@ static const struct param params[] = {
 	/* The upper bound is VD_PIPE_LIMIT in src/mpi/proto.c. */
 	{ "VIADUCT_MPI_PIPELINE_MAX", PT_SIZE, "131072", 0, 16ull << 20, NULL,
 	  "up to this size the automatic protocol pipelines a message through the ring inside a host (0: never)" },
-	{ "VIADUCT_MPI_NET_PIPELINE_MAX", PT_SIZE, "49152", 0, 16ull << 20, NULL,
+	{ "VIADUCT_MPI_NET_PIPELINE_MAX", PT_SIZE, "65536", 0, 16ull << 20, NULL,
 	  "the pipelined limit for a rank on another host (0: only answers, up to "
 	  "VIADUCT_MPI_NET_PIPELINE_TURN_MAX)" },
 	{ "VIADUCT_MPI_NET_PIPELINE_TURN_MAX", PT_SIZE, "65536", 0, 16ull << 20, NULL,
