@@ -48,6 +48,7 @@ static struct regc cache[REGC_N];
 static int ncache;
 static uint64_t tick;
 static size_t bytes, budget;
+static unsigned long hits, misses, drops;       /* VIADUCT_DEBUG=1 report */
 
 /* CAP_IPC_LOCK (bit 14 of CapEff): mlock ignores RLIMIT_MEMLOCK. */
 static bool may_lock_unlimited(void)
@@ -99,6 +100,7 @@ static int upper_bound(enum vd_transport t, uintptr_t lo)
 
 static void drop(int i)
 {
+	drops++;
 	vd_wire_deregister(cache[i].t, (void *)cache[i].lo, cache[i].mh);
 	bytes -= cache[i].hi - cache[i].lo;
 	memmove(&cache[i], &cache[i + 1], (size_t)(ncache - i - 1) * sizeof(cache[0]));
@@ -151,6 +153,10 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 
 	if (!budget)
 		budget = default_budget();
+	if (i >= 0)
+		hits++;
+	else
+		misses++;
 	if (i < 0) {
 		evict(hi - lo);
 		if (ncache == REGC_N)
@@ -190,8 +196,21 @@ void vd_regcache_put(int peer, void *addr, VIP_MEM_HANDLE mh)
 		drop(i);
 }
 
+/* VIADUCT_DEBUG=1: how the cache fared (a registration per message
+ * means a window of buffers does not fit). */
+static void report(void)
+{
+	uint64_t dbg = 0;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg || !(hits + misses))
+		return;
+	fprintf(stderr, "viaduct MPI: rank %d: registration cache: %lu hits, %lu registrations, "
+		"%lu dropped\n", vd_mpi.rank, hits, misses, drops);
+}
+
 void vd_regcache_flush(void)
 {
+	report();
 	evict(SIZE_MAX);
 	ncache = 0;
 	bytes = 0;
