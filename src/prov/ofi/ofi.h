@@ -306,6 +306,8 @@ struct vd_ofi_nic {
 	vd_lock_t progress;         /* who reads the fabric CQ */
 	_Atomic uint32_t want;      /* application threads waiting for it */
 	_Atomic uint64_t app_poll_ns;  /* when an application thread last polled */
+	_Atomic uint32_t app_inside;   /* application threads in a data-path
+	                                * call (vd_ofi_app_enter) */
 	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
 	                             * holding it */
 	int preempt_fd;             /* eventfd: rings the service thread out */
@@ -476,6 +478,10 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block);
 /* One non-blocking pass if nobody else is progressing (callable with a
  * queue lock held: busy-polling *Done calls progress this way). */
 void vd_ofi_poll(struct vd_ofi_nic *on);
+/* An application thread enters (+1) or leaves (-1) a send or receive
+ * progress call: it progresses for itself meanwhile, however long
+ * serving a peer's read keeps it, and the service thread stays away. */
+void vd_ofi_app_inside(struct vd_ofi_nic *on, int delta);
 /* Take the progress lock, ringing the service thread out of its poll;
  * only with no queue lock held. */
 void vd_ofi_progress_lock(struct vd_ofi_nic *on);

@@ -814,6 +814,12 @@ void vd_ofi_poll(struct vd_ofi_nic *on)
 		preempt_service(on);
 }
 
+void vd_ofi_app_inside(struct vd_ofi_nic *on, int delta)
+{
+	/* Relaxed: a hint for service_progress, as app_poll_ns. */
+	atomic_fetch_add_explicit(&on->app_inside, (uint32_t)delta, memory_order_relaxed);
+}
+
 void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 {
 	if (vd_trylock(&on->progress)) {
@@ -845,6 +851,7 @@ static void service_progress(struct vd_ofi_nic *on)
 	 * relies on us now.  Seq_cst load: pairs with vd_ofi_handoff's
 	 * increment before its bump of svc_wake. */
 	if (atomic_load(&on->want) ||
+	    atomic_load_explicit(&on->app_inside, memory_order_relaxed) ||
 	    (!atomic_load(&on->handoff) &&
 	     vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
 	     2000000) ||

@@ -383,9 +383,11 @@ int vd_ofi_send_progress(struct vd_vi *vi)
 	struct vd_ofi_conn *c = vd_ofi_conn_of(vi);
 
 	if (c) {
+		vd_ofi_app_inside(c->on, 1);
 		apply_tx(vi, c);
 		vd_ofi_poll(c->on);
 		apply_tx(vi, c);
+		vd_ofi_app_inside(c->on, -1);
 	}
 	return 0;
 }
@@ -803,10 +805,12 @@ int vd_ofi_recv_progress(struct vd_vi *vi)
 	if (c) {
 		struct vd_vi *outer = rq_held;
 
+		vd_ofi_app_inside(c->on, 1);
 		rq_held = vi;
 		vd_ofi_poll(c->on);
 		rq_held = outer;
 		apply_rx(vi, c);
+		vd_ofi_app_inside(c->on, -1);
 	}
 	return 0;
 }
