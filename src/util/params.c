@@ -65,7 +65,7 @@ static const struct param params[] = {
 	{ "VIADUCT_SHM_PIO_MAX", PT_SIZE, "8192", 0, 128 * KiB, NULL,
 	  "largest message the shm provider sends inline in automatic mode" },
 	{ "VIADUCT_SPIN_US", PT_UINT, "20", 0, 10000000, NULL,
-	  "microseconds a *Wait call polls before it sleeps" },
+	  "microseconds a *Wait call polls before it sleeps (default 20 on shm, 200 on ofi)" },
 	{ "VIADUCT_VIPL_STRICT_PTAG", PT_BOOL, "0", 0, 0, NULL,
 	  "1: a VI created with a NULL ptag gets the NIC's default ptag" },
 	{ "VIADUCT_DEBUG", PT_BOOL, "0", 0, 0, NULL,

@@ -200,6 +200,9 @@ struct vd_prov_caps {
 	uint32_t max_segs;                  /* data segments per descriptor */
 	uint32_t reliability;               /* VIP_SERVICE_* levels offered */
 	char fabric[64];                    /* what the provider runs on */
+	uint64_t spin_ns;                   /* how long a blocking wait polls
+	                                     * before it sleeps, unless
+	                                     * VIADUCT_SPIN_US says (0: 20 us) */
 };
 
 /* ---- NIC (nic.c) ---------------------------------------------------------- */

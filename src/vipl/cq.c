@@ -187,7 +187,7 @@ VIP_RETURN VipCQWait(VIP_CQ_HANDLE ch, VIP_ULONG timeout, VIP_VI_HANDLE *vh,
 
 	if (!cq || !vh)
 		return VIP_INVALID_PARAMETER;
-	return vd_poll_wait(cq_poll, cq_sleep_fn, &w, timeout);
+	return vd_poll_wait(cq->nic, cq_poll, cq_sleep_fn, &w, timeout);
 }
 
 /* ---- viaduct_cq_wait_any ------------------------------------------------------ */
@@ -210,7 +210,7 @@ VIP_RETURN viaduct_cq_wait_any(VIP_CQ_HANDLE ch, VIP_ULONG timeout)
 
 	if (!cq)
 		return VIP_INVALID_PARAMETER;
-	return vd_poll_wait(cq_any_poll, cq_sleep_fn, &w, timeout);
+	return vd_poll_wait(cq->nic, cq_any_poll, cq_sleep_fn, &w, timeout);
 }
 
 /* ---- viaduct_cq_wait_set ------------------------------------------------------ */
@@ -280,7 +280,7 @@ static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeo
 			   bool spin)
 {
 	struct cq_set s = { .n = n };
-	uint64_t spin_ns = spin ? vd_spin_ns() : 0;
+	uint64_t spin_ns = 0;
 
 	if (!cqs || n == 0 || n > VIADUCT_CQ_SET_MAX)
 		return VIP_INVALID_PARAMETER;
@@ -289,6 +289,9 @@ static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeo
 		s.cq[i] = vd_obj_lookup(cqs[i], VD_OBJ_CQ);
 		if (!s.cq[i])
 			return VIP_INVALID_PARAMETER;
+		/* The longest budget of the set's providers. */
+		if (spin && vd_spin_ns(s.cq[i]->nic) > spin_ns)
+			spin_ns = vd_spin_ns(s.cq[i]->nic);
 	}
 	if (n == 1) {
 		/* One CQ sleeps in its provider's own wait (for ofi, the

@@ -520,7 +520,7 @@ static VIP_RETURN queue_wait(struct vd_vi *vi, bool recv, VIP_ULONG timeout,
 {
 	struct queue_waiter w = { vi, recv, out };
 
-	return vd_poll_wait(queue_poll, queue_sleep_fn, &w, timeout);
+	return vd_poll_wait(vi->nic, queue_poll, queue_sleep_fn, &w, timeout);
 }
 
 VIP_RETURN VipSendWait(VIP_VI_HANDLE vh, VIP_ULONG timeout, VIP_DESCRIPTOR **out)

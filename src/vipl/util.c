@@ -88,25 +88,30 @@ int vd_timeout_ms(VIP_ULONG timeout_ms)
 	return timeout_ms > INT_MAX ? INT_MAX : (int)timeout_ms;
 }
 
-uint64_t vd_spin_ns(void)
+/* VIADUCT_SPIN_US when given, else the provider's own budget (caps
+ * spin_ns), else 20 us. */
+uint64_t vd_spin_ns(const struct vd_nic *nic)
 {
-	static _Atomic int64_t cached = -1;
-	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+	static _Atomic int64_t given = -2;      /* -2: not read yet, -1: not given */
+	int64_t v = atomic_load_explicit(&given, memory_order_relaxed);
 
-	if (v < 0) {
-		uint64_t us = 20;
+	if (v == -2) {
+		/* UINT64_MAX, above the parameter's bound: not given. */
+		uint64_t us = UINT64_MAX;
 
-		(void)viaduct_param_uint("VIADUCT_SPIN_US", 20, &us);   /* checked at open */
-		v = (int64_t)us * 1000;
-		atomic_store_explicit(&cached, v, memory_order_relaxed);
+		(void)viaduct_param_uint("VIADUCT_SPIN_US", UINT64_MAX, &us);   /* checked at open */
+		v = us == UINT64_MAX ? -1 : (int64_t)us * 1000;
+		atomic_store_explicit(&given, v, memory_order_relaxed);
 	}
-	return (uint64_t)v;
+	if (v >= 0)
+		return (uint64_t)v;
+	return nic && nic->caps->spin_ns ? nic->caps->spin_ns : 20000;
 }
 
-VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
-			void *arg, VIP_ULONG timeout)
+VIP_RETURN vd_poll_wait(const struct vd_nic *nic, VIP_RETURN (*poll)(void *),
+			int (*sleep)(void *, uint64_t), void *arg, VIP_ULONG timeout)
 {
-	return vd_poll_wait_spin(poll, sleep, arg, timeout, vd_spin_ns());
+	return vd_poll_wait_spin(poll, sleep, arg, timeout, vd_spin_ns(nic));
 }
 
 VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),

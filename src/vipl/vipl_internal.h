@@ -46,13 +46,14 @@ VIP_RETURN vd_ret(int err);                 /* negative errno -> VIP_RETURN */
 uint64_t vd_deadline(VIP_ULONG timeout_ms);
 /* Same, as a provider timeout: -1 infinite, else ms clamped to INT_MAX. */
 int vd_timeout_ms(VIP_ULONG timeout_ms);
-/* How long *Wait polls before sleeping: VIADUCT_SPIN_US (default 20). */
-uint64_t vd_spin_ns(void);
+/* How long *Wait on nic polls before sleeping: VIADUCT_SPIN_US when
+ * given, else the provider's budget (caps.spin_ns), else 20 us. */
+uint64_t vd_spin_ns(const struct vd_nic *nic);
 /* The *Wait loop: poll() until it returns other than VIP_NOT_DONE, for
- * VIADUCT_SPIN_US, then alternate with sleep(arg, deadline) (0 or
+ * vd_spin_ns(nic), then alternate with sleep(arg, deadline) (0 or
  * -ETIMEDOUT, spurious returns allowed) until the timeout (ms). */
-VIP_RETURN vd_poll_wait(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
-			void *arg, VIP_ULONG timeout);
+VIP_RETURN vd_poll_wait(const struct vd_nic *nic, VIP_RETURN (*poll)(void *),
+			int (*sleep)(void *, uint64_t), void *arg, VIP_ULONG timeout);
 /* Same, spinning for spin_ns instead (0: one poll, then sleep). */
 VIP_RETURN vd_poll_wait_spin(VIP_RETURN (*poll)(void *), int (*sleep)(void *, uint64_t),
 			     void *arg, VIP_ULONG timeout, uint64_t spin_ns);

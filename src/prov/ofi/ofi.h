@@ -51,6 +51,7 @@
 #define VD_OFI_MAX_DISC 32
 #define VD_OFI_EAGER_MAX 32768      /* payload bytes per message (chunk) */
 #define VD_OFI_RX_BUFS 64           /* receive buffers per endpoint */
+#define VD_OFI_SPIN_NS 200000ull    /* a blocking wait's poll (vd_ofi_query) */
 #define VD_OFI_TX_WINDOW 64         /* sends in flight per VI */
 #define VD_OFI_CHUNKS_OUT 32        /* chunks in flight per VI (1 MiB) */
 #define VD_OFI_MAX_PEERS 65536u     /* AV entries we track liveness for */
