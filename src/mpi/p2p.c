@@ -104,7 +104,8 @@ uint64_t vd_coll_spin_budget_ns(void)
  * second, each wake-up a scheduler round trip (4 MiB windowed bandwidth
  * between two namespace hosts: 2.2 against 3.0 GB/s).  And a round trip
  * over tcp takes 10-40 us: a rank that slept after 20 us paid a wake-up
- * through the service thread on many replies (8-byte half round trip
+ * through the fabric's epoll, on a vCPU the hypervisor may have
+ * descheduled, on many replies (8-byte half round trip
  * between two namespace hosts: 37 us when every wait sleeps, 12 when
  * none does).  Not more than the plain budget on an oversubscribed
  * host. */
