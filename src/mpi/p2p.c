@@ -114,7 +114,7 @@ static uint64_t xfer_spin_ns(void)
 	static int64_t cached = -1;
 
 	if (cached < 0) {
-		uint64_t us = spin_ns() < 20000 ? spin_ns() / 1000 : 1000;
+		uint64_t us = host_crowded() ? spin_ns() / 1000 : 1000;
 
 		(void)viaduct_param_uint("VIADUCT_MPI_SPIN_XFER_US", us, &us);
 		cached = (int64_t)us * 1000;

@@ -155,8 +155,6 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 		budget = default_budget();
 	if (i >= 0)
 		hits++;
-	else
-		misses++;
 	if (i < 0) {
 		evict(hi - lo);
 		if (ncache == REGC_N)
@@ -168,6 +166,7 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 		}
 		if (err)
 			return err;
+		misses++;
 		insert((struct regc){ t, lo, hi, *mh, 0, 0 });
 		i = lookup(t, lo, hi, *mh);
 	}

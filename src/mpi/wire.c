@@ -877,7 +877,13 @@ static int progress_peer(struct peer *p, int peer)
 		n += drain(p);
 	if (p->msg_head)
 		n += drain_msgs(p);
-	return n + poll_ring(p, peer);
+	int got = poll_ring(p, peer);
+
+	/* A clock read per burst of arrivals from another host: each
+	 * costs microseconds of the fabric already. */
+	if (got && p->t == &W.t[VD_T_OFI])
+		W.net_heard_ns = vd_now_ns();
+	return n + got;
 }
 
 /* Nothing arrived: sleep until a message or completion may have, unless
@@ -933,16 +939,8 @@ static int progress_wire(bool block)
 		return 0;
 	if (W.lazy)
 		adopt_new();
-	for (int i = 0; i < W.nlive; i++) {
-		struct peer *p = &W.peers[W.live[i]];
-		int got = progress_peer(p, W.live[i]);
-
-		/* A clock read per burst from another host: each costs
-		 * microseconds of the fabric already. */
-		if (got && p->t == &W.t[VD_T_OFI])
-			W.net_heard_ns = vd_now_ns();
-		n += got;
-	}
+	for (int i = 0; i < W.nlive; i++)
+		n += progress_peer(&W.peers[W.live[i]], W.live[i]);
 	/* Only immediates (and flushes at the end) arrive there. */
 	if (!W.imm_expected && ++W.cq_skipped < 64 && !block)
 		return n;

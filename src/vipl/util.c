@@ -93,6 +93,7 @@ int vd_timeout_ms(VIP_ULONG timeout_ms)
 uint64_t vd_spin_ns(const struct vd_nic *nic)
 {
 	static _Atomic int64_t given = -2;      /* -2: not read yet, -1: not given */
+	/* Relaxed, pairs with nothing: every thread computes the same. */
 	int64_t v = atomic_load_explicit(&given, memory_order_relaxed);
 
 	if (v == -2) {

@@ -308,7 +308,7 @@ struct vd_ofi_nic {
 	_Atomic uint32_t want;      /* application threads waiting for it */
 	_Atomic uint64_t app_poll_ns;  /* when an application thread last polled */
 	_Atomic uint32_t app_inside;   /* application threads in a data-path
-	                                * call (vd_ofi_app_enter) */
+	                                * call (vd_ofi_app_inside) */
 	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
 	                             * holding it */
 	int preempt_fd;             /* eventfd: rings the service thread out */

@@ -69,7 +69,9 @@ void vd_ofi_query(struct vd_nic *nic, struct vd_prov_caps *c)
 	/* A round trip over tcp takes 10-40 us, and a waiter that slept
 	 * wakes through the fabric's epoll on a vCPU that may have been
 	 * descheduled: a VipRecvWait ping-pong between two namespace hosts
-	 * took 37 us with the 20 us spin, 9-10 with VipRecvDone. */
+	 * took 37-39 us with the 20 us spin, where VipRecvDone took 9-10.
+	 * On fabrics with round trips of a few microseconds the budget is
+	 * simply never reached. */
 	c->spin_ns = VD_OFI_SPIN_NS;
 }
 

@@ -851,7 +851,8 @@ static void service_progress(struct vd_ofi_nic *on)
 	 * relies on us now.  Seq_cst load: pairs with vd_ofi_handoff's
 	 * increment before its bump of svc_wake. */
 	if (atomic_load(&on->want) ||
-	    atomic_load_explicit(&on->app_inside, memory_order_relaxed) ||
+	    (!atomic_load(&on->handoff) &&
+	     atomic_load_explicit(&on->app_inside, memory_order_relaxed)) ||
 	    (!atomic_load(&on->handoff) &&
 	     vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
 	     2000000) ||
