@@ -207,6 +207,21 @@ static int send_eager(struct vd_req *r)
 	return err < 0 ? err : 0;
 }
 
+/* A part's size: 16 KiB inside a host, where the sender's copy of one
+ * overlaps the receiver's of the last on the other core; to another host
+ * a whole ring message (the eager limit, 32 KiB by default), since every
+ * part costs a system call at each end and the copies are cheap beside
+ * the wire (48 KiB windowed between two namespace hosts 0.69-1.11 ->
+ * 1.34-1.56 GB/s, a 64 KiB half round trip 67-104 -> 53-61 us).
+ * vd_eager_max is at most VD_EAGER_LIMIT (wire.c): a part and its EAGER
+ * or PART header fill one ring message at most. */
+static size_t pipe_part(int peer)
+{
+	size_t emax = vd_eager_max(peer);
+
+	return vd_place_via(peer) == VD_T_OFI && emax > VD_PIPE_PART ? emax : VD_PIPE_PART;
+}
+
 /* Pipelined: the first part as an EAGER announcing the whole length, the
  * rest as PARTs, back to back.  Nothing else to that peer comes between
  * them: the MPI lock is held, vd_wire_send_ref does not progress, and the
@@ -215,21 +230,6 @@ static int send_eager(struct vd_req *r)
  * completes with the last.  Once a part has gone, a failure cannot be
  * undone (the receiver holds half a message, the queue points into the
  * buffer): it ends the job. */
-/* A part's size: 16 KiB inside a host, where the sender's copy of one
- * overlaps the receiver's of the last on the other core; to another host
- * a whole ring message (the eager limit, 32 KiB by default), since every
- * part costs a system call at each end and the copies are cheap beside
- * the wire (48 KiB windowed between two namespace hosts 0.69-1.11 ->
- * 1.34-1.56 GB/s, a 64 KiB half round trip 67-104 -> 53-61 us).
- * vd_eager_max is at most VD_EAGER_LIMIT (wire.c): a part and its EAGER or PART
- * header fill one ring message at most. */
-static size_t pipe_part(int peer)
-{
-	size_t emax = vd_eager_max(peer);
-
-	return vd_place_via(peer) == VD_T_OFI && emax > VD_PIPE_PART ? emax : VD_PIPE_PART;
-}
-
 static int send_pipelined(struct vd_req *r)
 {
 	struct vd_msg m = msg_for(r, VD_MSG_EAGER);

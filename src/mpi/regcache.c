@@ -135,7 +135,8 @@ static int lookup(enum vd_transport t, uintptr_t lo, uintptr_t hi, VIP_MEM_HANDL
 	return -1;
 }
 
-static void insert(struct regc e)
+/* Insert e in order; its index. */
+static int insert(struct regc e)
 {
 	int at = upper_bound(e.t, e.lo);
 
@@ -143,6 +144,7 @@ static void insert(struct regc e)
 	cache[at] = e;
 	ncache++;
 	bytes += e.hi - e.lo;
+	return at;
 }
 
 int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
@@ -153,9 +155,9 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 
 	if (!budget)
 		budget = default_budget();
-	if (i >= 0)
+	if (i >= 0) {
 		hits++;
-	if (i < 0) {
+	} else {
 		evict(hi - lo);
 		if (ncache == REGC_N)
 			return vd_wire_register(t, addr, len, true, true, mh);   /* all busy */
@@ -167,8 +169,7 @@ int vd_regcache_get(int peer, void *addr, size_t len, VIP_MEM_HANDLE *mh)
 		if (err)
 			return err;
 		misses++;
-		insert((struct regc){ t, lo, hi, *mh, 0, 0 });
-		i = lookup(t, lo, hi, *mh);
+		i = insert((struct regc){ t, lo, hi, *mh, 0, 0 });
 	}
 	cache[i].users++;
 	cache[i].used = ++tick;

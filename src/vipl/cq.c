@@ -290,8 +290,10 @@ static VIP_RETURN wait_set(const VIP_CQ_HANDLE *cqs, unsigned n, VIP_ULONG timeo
 		if (!s.cq[i])
 			return VIP_INVALID_PARAMETER;
 		/* The longest budget of the set's providers. */
-		if (spin && vd_spin_ns(s.cq[i]->nic) > spin_ns)
-			spin_ns = vd_spin_ns(s.cq[i]->nic);
+		uint64_t own = spin ? vd_spin_ns(s.cq[i]->nic) : 0;
+
+		if (own > spin_ns)
+			spin_ns = own;
 	}
 	if (n == 1) {
 		/* One CQ sleeps in its provider's own wait (for ofi, the

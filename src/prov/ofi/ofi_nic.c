@@ -852,10 +852,9 @@ static void service_progress(struct vd_ofi_nic *on)
 	 * increment before its bump of svc_wake. */
 	if (atomic_load(&on->want) ||
 	    (!atomic_load(&on->handoff) &&
-	     atomic_load_explicit(&on->app_inside, memory_order_relaxed)) ||
-	    (!atomic_load(&on->handoff) &&
-	     vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
-	     2000000) ||
+	     (atomic_load_explicit(&on->app_inside, memory_order_relaxed) ||
+	      vd_ns_since(now, atomic_load_explicit(&on->app_poll_ns, memory_order_relaxed)) <
+	      2000000)) ||
 	    !vd_trylock(&on->progress)) {
 		(void)vd_event_wait(&on->svc_wake, seen, now + 1000000);
 		return;
