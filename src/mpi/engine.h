@@ -124,6 +124,7 @@ struct vd_req {
 	enum vd_req_kind kind;
 	uint32_t id;                    /* handle value (index + 1) */
 	bool done, freed, cancelled;
+	bool recv_open;                 /* a receive counted by vd_recv_busy */
 	int err;                        /* MPI error class at completion */
 	MPI_Status st;
 	MPI_Comm comm;                  /* for raising its errors */
@@ -366,8 +367,10 @@ void vd_win_arrived(int peer, const struct vd_msg *m, const void *payload, size_
 /* req.c: matching queues, in post / arrival order. */
 struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag);
 void vd_post_recv(struct vd_req *r);
-/* Some receive is posted and not yet matched. */
-bool vd_recv_posted_any(void);
+/* A receive started (vd_recv_open) and not yet complete: this rank's
+ * core has copying of its own ahead, matched or not. */
+void vd_recv_open(struct vd_req *r);
+bool vd_recv_busy(void);
 bool vd_unpost_recv(struct vd_req *r);
 struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
 /* First unexpected message matching; `take` removes it (caller frees

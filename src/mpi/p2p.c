@@ -228,6 +228,7 @@ int vd_irecv_type(void *buf, int count, struct vd_dtype *t, int source, int tag,
 	r->t = t;
 	vd_dtype_retain(r->t);          /* MPI_Type_free may come first */
 	r->bytes = (size_t)count * (size_t)r->t->size;
+	vd_recv_open(r);
 	u = vd_unexp_find(ctx, source, tag, true);
 	if (!u) {
 		vd_post_recv(r);

@@ -13,9 +13,13 @@
  *   split       (auto, from VIADUCT_MPI_SPLIT_MIN bytes) get and rendezvous
  *               at once: the receiver reads the first half while the
  *               sender writes the second, so two cores copy -- unless
- *               the sender has receives of its own posted: their copies
+ *               the sender has receives of its own open (vd_recv_busy:
+ *               posted, or matched and still being read): their copies
  *               will keep its core busy (both directions at once ran
- *               at 0.7-0.8x of plain get from 256 KiB to 1 MiB).
+ *               at 0.7-0.8x of plain get from 256 KiB to 1 MiB; with
+ *               only unmatched receives counted, a peer's RTS that
+ *               matched them first let split back in: 512 KiB-2 MiB
+ *               12-14 against 15-16 GB/s).
  *   pipelined   (auto, up to VIADUCT_MPI_PIPELINE_MAX inside a host and
  *               VIADUCT_MPI_NET_PIPELINE_MAX across hosts)
  *               eager in parts (pipe_part: 16 KiB inside a host, a
@@ -24,7 +28,7 @@
  *               copies the next in, so two cores copy, as with split,
  *               without a system call or a round trip -- unless,
  *               inside a host, the sender has receives of its own
- *               posted, as split: then both cores copy anyway, and
+ *               open, as split: then both cores copy anyway, and
  *               get's single copy wins (both directions at once at
  *               32-128 KiB: 14 GB/s pipelined against 15-19 with get).
  * Inside a host the ring (eager, pipelined) carries messages only up to
@@ -169,7 +173,7 @@ static enum proto choose(int peer, size_t len, bool sync)
 	if (len <= vd_eager_max(peer) && (via != VD_T_SHM || len <= shm_ring_max))
 		return P_EAGER;
 	if (!forcing && !large_given && !sync &&
-	    (via == VD_T_SHM ? len <= pipe_max && len <= shm_ring_max && !vd_recv_posted_any() :
+	    (via == VD_T_SHM ? len <= pipe_max && len <= shm_ring_max && !vd_recv_busy() :
 	     len <= net_pipe_max || (len <= net_turn_max && vd_wire_answered(peer))))
 		return P_PIPE;
 	if (large_given || via != VD_T_OFI)
@@ -267,7 +271,7 @@ static bool split_wanted(const struct vd_req *r)
 	if (force_now)
 		return force_now == VD_FORCE_SPLIT;
 	return !forcing && split_min && r->bytes >= split_min && r->bytes <= UINT32_MAX &&
-	       (large_given || vd_place_via(r->peer) == VD_T_SHM) && !vd_recv_posted_any();
+	       (large_given || vd_place_via(r->peer) == VD_T_SHM) && !vd_recv_busy();
 }
 
 static int send_rts(struct vd_req *r, enum proto p)

@@ -17,6 +17,7 @@ static uint32_t *freelist, nfree;
 
 static struct vd_req *posted_head, **posted_tail = &posted_head;
 static struct vd_unexp *unexp_head, **unexp_tail = &unexp_head;
+static uint32_t recv_open_n;            /* receives started, not complete */
 
 static int grow(void)
 {
@@ -81,8 +82,17 @@ struct vd_req *vd_req_get(MPI_Request handle)
 	return reqs[i];
 }
 
+static void recv_close(struct vd_req *r)
+{
+	if (r->recv_open) {
+		r->recv_open = false;
+		recv_open_n--;
+	}
+}
+
 void vd_req_release(struct vd_req *r)
 {
+	recv_close(r);
 	/* receives and persistent requests retained their datatype */
 	if ((r->kind == VD_REQ_RECV || r->kind == VD_REQ_PERSIST) && r->t)
 		vd_dtype_release(r->t);
@@ -100,6 +110,7 @@ void vd_req_complete(struct vd_req *r, int err)
 {
 	r->done = true;
 	r->err = err;
+	recv_close(r);
 	if (r->kind == VD_REQ_SEND && r->tmp) {
 		free(r->tmp);           /* packed copy: nobody reads it now */
 		r->tmp = NULL;
@@ -190,9 +201,17 @@ void vd_post_recv(struct vd_req *r)
 	posted_tail = &r->next;
 }
 
-bool vd_recv_posted_any(void)
+void vd_recv_open(struct vd_req *r)
 {
-	return posted_head != NULL;
+	if (!r->recv_open) {
+		r->recv_open = true;
+		recv_open_n++;
+	}
+}
+
+bool vd_recv_busy(void)
+{
+	return recv_open_n != 0;
 }
 
 /* Take a posted receive out of the queue (MPI_Cancel); false if it was
