@@ -536,12 +536,15 @@ static void slot_done(struct vd_req *r, enum slot_action a, uint32_t status)
  * sends while the ring is full queues its message (slot_take() finds no
  * slot) instead of reaping from inside this loop, which would attribute
  * completions to the wrong slots. */
-static void reap(struct peer *p)
+/* The number of transfers that ended: progress, as arrivals are, so a
+ * wait that sees reads and writes complete keeps polling. */
+static int reap(struct peer *p)
 {
 	VIP_DESCRIPTOR *d;
+	int n = 0;
 
 	if (p->reaping)
-		return;
+		return 0;
 	p->reaping = true;
 	while (p->s_reap != p->s_post) {
 		VIP_RETURN rc = VipSendDone(p->vi, &d);
@@ -554,8 +557,10 @@ static void reap(struct peer *p)
 		s->action = SLOT_IDLE;
 		p->s_reap++;
 		slot_done(r, a, d->CS.Status);
+		n++;
 	}
 	p->reaping = false;
+	return n;
 }
 
 static struct slot *slot_take(struct peer *p)
@@ -872,7 +877,7 @@ static int progress_peer(struct peer *p, int peer)
 	int n = 0;
 
 	if (p->s_post != p->s_reap)
-		reap(p);
+		n += reap(p);
 	if (p->pend_head)
 		n += drain(p);
 	if (p->msg_head)
