@@ -306,7 +306,9 @@ struct vd_ofi_nic {
 
 	vd_lock_t progress;         /* who reads the fabric CQ */
 	_Atomic uint32_t want;      /* application threads waiting for it */
-	_Atomic uint64_t app_poll_ns;  /* when an application thread last polled */
+	_Atomic uint64_t app_polls; /* bumped by every application poll */
+	uint64_t svc_polls_seen;    /* service thread only: app_polls when it */
+	uint64_t svc_polls_moved_ns;    /* last saw it move, and when */
 	_Atomic uint32_t app_inside;   /* application threads in a data-path
 	                                * call (vd_ofi_app_inside) */
 	_Atomic bool svc_polling;   /* the service thread sleeps in poll()
