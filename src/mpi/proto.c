@@ -56,6 +56,12 @@ enum proto { P_EAGER, P_GET, P_RNDV, P_PIPE };
  * VIADUCT_MPI_PIPELINE_MAX in src/util/params.c is the same. */
 #define VD_PIPE_LIMIT (16u << 20)
 
+/* VIADUCT_DEBUG=1: the protocols this rank's sends took, outside the
+ * switch-point measurement (vd_proto_finalize prints them). */
+static struct {
+	unsigned long eager, pipe, get, split, rndv;
+} sent;
+
 static enum proto forced = P_EAGER;
 static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
 static enum proto large = P_GET;
@@ -286,8 +292,10 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.sreq = r->id;
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
-	if (p == P_GET && split_wanted(r))
+	if (p == P_GET && split_wanted(r)) {
 		m.flags |= VD_MSGF_SPLIT;
+		sent.split += !force_now;
+	}
 	if ((err = vd_wire_send(r->peer, &m, NULL, 0)) < 0)
 		return err;
 	/* Sent or queued: the sender polls until the get ends, as the peer
@@ -327,14 +335,30 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 	return vd_wire_send(peer, &m, data, bytes);
 }
 
+static void count_sent(enum proto p)
+{
+	if (p == P_EAGER)
+		sent.eager++;
+	else if (p == P_PIPE)
+		sent.pipe++;
+	else if (p == P_GET)
+		sent.get++;
+	else
+		sent.rndv++;
+}
+
 int vd_proto_send(struct vd_req *r)
 {
 	enum proto p = choose(r->peer, r->bytes, r->mode == VD_SEND_SYNC);
 
 	if (r->peer == vd_mpi.rank)
 		return send_self(r);
-	if (p == P_PIPE)        /* one part (a low eager limit): plain eager */
-		return r->bytes <= pipe_part(r->peer) ? send_eager(r) : send_pipelined(r);
+	if (p == P_PIPE && r->bytes <= pipe_part(r->peer))
+		p = P_EAGER;    /* one part (a low eager limit): plain eager */
+	if (!force_now)
+		count_sent(p);
+	if (p == P_PIPE)
+		return send_pipelined(r);
 	return p == P_EAGER ? send_eager(r) : send_rts(r, p);
 }
 
@@ -659,8 +683,20 @@ static void pipelined_part(int peer, const void *payload, size_t plen)
 	inbound_put(in, payload, plen);
 }
 
+static void report(void)
+{
+	uint64_t dbg = 0;
+
+	if (viaduct_param_uint("VIADUCT_DEBUG", 0, &dbg) || !dbg)
+		return;
+	fprintf(stderr, "viaduct MPI: rank %d: sends: %lu eager, %lu pipelined, %lu get "
+		"(%lu of them split), %lu rendezvous\n", vd_mpi.rank, sent.eager, sent.pipe,
+		sent.get, sent.split, sent.rndv);
+}
+
 void vd_proto_finalize(void)
 {
+	report();
 	free(inbound);
 	inbound = NULL;
 }
