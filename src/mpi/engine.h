@@ -367,8 +367,9 @@ void vd_win_arrived(int peer, const struct vd_msg *m, const void *payload, size_
 /* req.c: matching queues, in post / arrival order. */
 struct vd_req *vd_match_posted(uint32_t ctx, int src, int tag);
 void vd_post_recv(struct vd_req *r);
-/* A receive started (vd_recv_open) and not yet complete: this rank's
- * core has copying of its own ahead, matched or not. */
+/* A receive started (vd_recv_open) and not yet complete, matched or
+ * not: this rank's core has copying of its own ahead (inside a host, or
+ * over tcp, where this rank's progress reads the data in). */
 void vd_recv_open(struct vd_req *r);
 bool vd_recv_busy(void);
 bool vd_unpost_recv(struct vd_req *r);

@@ -99,7 +99,7 @@ uint64_t vd_coll_spin_budget_ns(void)
 /* For a while after a message came from another host
  * (VIADUCT_MPI_SPIN_XFER_US, default 1 ms), and VD_XFER_MOVING times as
  * long without a completion while a transfer across hosts is under
- * way.  A transfer's data comes in pieces as the fabric delivers them,
+ * way (moving_spin_ns).  A transfer's data comes in pieces as the fabric delivers them,
  * and over tcp each piece moves only while someone polls (manual
  * progress): a rank that slept after 20 us woke thousands of times a
  * second, each wake-up a scheduler round trip (4 MiB windowed bandwidth
@@ -130,6 +130,17 @@ static uint64_t xfer_spin_ns(void)
  * that came in (5000 times a second). */
 #define VD_XFER_MOVING 8u
 
+/* VD_XFER_MOVING times the transfer budget; the plain budget on an
+ * oversubscribed host, as xfer_spin_ns. */
+static uint64_t moving_spin_ns(void)
+{
+	static int64_t cached = -1;
+
+	if (cached < 0)
+		cached = (int64_t)(xfer_spin_ns() * (host_crowded() ? 1 : VD_XFER_MOVING));
+	return (uint64_t)cached;
+}
+
 /* A wait that has polled for `spun` ns (since anything last arrived or
  * completed) goes on polling. */
 static bool keep_polling(uint64_t now, uint64_t spun)
@@ -139,7 +150,7 @@ static bool keep_polling(uint64_t now, uint64_t spun)
 	if (spun < spin_ns())
 		return true;
 	if (vd_wire_moving())
-		return spun < xfer * VD_XFER_MOVING;
+		return spun < moving_spin_ns();
 	return spun < xfer && now > xfer && vd_wire_heard_since(now - xfer);
 }
 

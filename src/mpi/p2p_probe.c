@@ -165,6 +165,7 @@ static int recv_matched(void *buf, int count, struct vd_dtype *t, struct vd_unex
 	vd_dtype_retain(t);
 	r->bytes = (size_t)count * (size_t)t->size;
 	*req = (MPI_Request)r->id;
+	vd_recv_open(r);
 	vd_proto_match_unexp(r, u);
 	return MPI_SUCCESS;
 }

@@ -62,6 +62,19 @@ static struct {
 	unsigned long eager, pipe, get, split, rndv;
 } sent;
 
+static void count_sent(enum proto p, bool split)
+{
+	if (p == P_EAGER)
+		sent.eager++;
+	else if (p == P_PIPE)
+		sent.pipe++;
+	else if (p == P_GET)
+		sent.get++;
+	else
+		sent.rndv++;
+	sent.split += split;
+}
+
 static enum proto forced = P_EAGER;
 static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
 static enum proto large = P_GET;
@@ -292,12 +305,12 @@ static int send_rts(struct vd_req *r, enum proto p)
 	m.sreq = r->id;
 	m.addr = (uint64_t)(uintptr_t)r->data;
 	m.mh = p == P_GET ? r->mh : 0;
-	if (p == P_GET && split_wanted(r)) {
+	if (p == P_GET && split_wanted(r))
 		m.flags |= VD_MSGF_SPLIT;
-		sent.split += !force_now;
-	}
 	if ((err = vd_wire_send(r->peer, &m, NULL, 0)) < 0)
 		return err;
+	if (!force_now)
+		count_sent(p, m.flags & VD_MSGF_SPLIT);
 	/* Sent or queued: the sender polls until the get ends, as the peer
 	 * reads through this rank's provider (send_part_done). */
 	if (p == P_GET && vd_place_via(r->peer) == VD_T_OFI) {
@@ -330,22 +343,16 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 	struct vd_msg m = { .version = VD_MSG_VERSION, .type = VD_MSG_EAGER_TINY, .ctx = ctx,
 			    .src = src, .tag = tag, .len = bytes };
 
+	int err;
+
 	if (choose(peer, bytes, false) != P_EAGER)
 		return -EAGAIN;
-	return vd_wire_send(peer, &m, data, bytes);
+	err = vd_wire_send(peer, &m, data, bytes);
+	if (err >= 0 && !force_now)
+		sent.eager++;
+	return err;
 }
 
-static void count_sent(enum proto p)
-{
-	if (p == P_EAGER)
-		sent.eager++;
-	else if (p == P_PIPE)
-		sent.pipe++;
-	else if (p == P_GET)
-		sent.get++;
-	else
-		sent.rndv++;
-}
 
 int vd_proto_send(struct vd_req *r)
 {
@@ -355,8 +362,8 @@ int vd_proto_send(struct vd_req *r)
 		return send_self(r);
 	if (p == P_PIPE && r->bytes <= pipe_part(r->peer))
 		p = P_EAGER;    /* one part (a low eager limit): plain eager */
-	if (!force_now)
-		count_sent(p);
+	if (!force_now && p != P_GET && p != P_RNDV)
+		count_sent(p, false);     /* an RTS counts once sent */
 	if (p == P_PIPE)
 		return send_pipelined(r);
 	return p == P_EAGER ? send_eager(r) : send_rts(r, p);

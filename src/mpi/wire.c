@@ -102,6 +102,7 @@ static struct {
 	/* CTSs sent whose RDMA write (and its immediate, on the CQ) has not
 	 * arrived: while 0, the CQ is looked at only now and then. */
 	unsigned imm_expected;
+	unsigned net_imm_expected;      /* those of them to another host */
 	/* Gets of ours across hosts not yet ended (vd_wire_get_out): the
 	 * peer reads through our provider, which serves it at once while we
 	 * poll (else the ofi service thread does, after 2 ms without a
@@ -532,12 +533,12 @@ static void slot_done(struct vd_req *r, enum slot_action a, uint32_t status)
 		vd_proto_write_done(r, status & VIP_STATUS_ERROR_MASK ? -EIO : 0);
 }
 
-/* Reap the send queue of p in order.  Not re-entrant: a callback that
- * sends while the ring is full queues its message (slot_take() finds no
- * slot) instead of reaping from inside this loop, which would attribute
+/* Reap the send queue of p in order; the number of transfers that
+ * ended (progress, as arrivals are: a wait that sees reads and writes
+ * complete keeps polling).  Not re-entrant: a callback that sends while
+ * the ring is full queues its message (slot_take() finds no slot)
+ * instead of reaping from inside this loop, which would attribute
  * completions to the wrong slots. */
-/* The number of transfers that ended: progress, as arrivals are, so a
- * wait that sees reads and writes complete keeps polling. */
 static int reap(struct peer *p)
 {
 	VIP_DESCRIPTOR *d;
@@ -699,8 +700,10 @@ static int drain_msgs(struct peer *p)
 static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hlen,
 		     const void *payload, size_t len)
 {
-	if (m->type == VD_MSG_CTS)
+	if (m->type == VD_MSG_CTS) {
 		W.imm_expected++;
+		W.net_imm_expected += p->t == &W.t[VD_T_OFI];
+	}
 	if (!p->vi) {
 		want(p, peer);
 		return false;
@@ -809,6 +812,8 @@ static void imm_arrived(int peer, VIP_DESCRIPTOR *d)
 	if ((st & VIP_STATUS_OP_MASK) == VIP_STATUS_OP_REMOTE_RDMA_WRITE) {
 		if (W.imm_expected)
 			W.imm_expected--;
+		if (p->t == &W.t[VD_T_OFI] && W.net_imm_expected)
+			W.net_imm_expected--;
 		vd_proto_rdma_written(d->CS.ImmediateData);
 	}
 	post_recv(p, (int)i);
@@ -980,7 +985,7 @@ void vd_wire_get_out(int delta)
 
 bool vd_wire_moving(void)
 {
-	if (W.imm_expected || W.gets_out)
+	if (W.net_imm_expected || W.gets_out)
 		return true;
 	for (int i = 0; i < W.nlive; i++) {
 		struct peer *p = &W.peers[W.live[i]];

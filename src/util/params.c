@@ -116,7 +116,7 @@ static const struct param params[] = {
 	{ "VIADUCT_MPI_SPIN_US", PT_UINT, "20", 0, 10000000, NULL,
 	  "how long an MPI wait polls before it sleeps, in us (default 20; 1 when the host's ranks outnumber its CPUs, and then node-local collectives yield at once unless this is set)" },
 	{ "VIADUCT_MPI_SPIN_XFER_US", PT_UINT, "1000", 0, 10000000, NULL,
-	  "how long an MPI wait polls after a message from another host, in us, and eight times that without a completion while a transfer across hosts is under way (default 1000; the plain budget when the host's ranks outnumber its CPUs)" },
+	  "how long an MPI wait polls after a message from another host, in us, and eight times that without a completion while a transfer across hosts is under way (default 1000; the plain budget, either way, when the host's ranks outnumber its CPUs)" },
 	{ "VIADUCT_MPI_PIN", PT_BOOL, "0", 0, 0, NULL,
 	  "1: pin MPI message buffers (RLIMIT_MEMLOCK then limits them)" },
 	{ "VIADUCT_MPI_REGCACHE_BYTES", PT_SIZE,

@@ -2,8 +2,9 @@
 /*
  * A send while a receive of this rank is matched but not complete:
  * rank 1 sends 1 MiB with no receive of its own open, so that message
- * may split; rank 0 waits for it to arrive (MPI_Probe), receives it
- * (matched at once, still moving) and only then sends 1 MiB back --
+ * may split; rank 0 waits for it to arrive (MPI_Probe, or with argument
+ * "mprobe" MPI_Mprobe), receives it (MPI_Irecv or MPI_Imrecv: matched
+ * at once, still moving) and only then sends 1 MiB back --
  * with its receive open, that send must not split (its core will be
  * copying).  Checks every byte.  Run with VIADUCT_DEBUG=1 by
  * tests/test_mpi_split_busy.sh, which reads the protocols each rank's
@@ -39,7 +40,8 @@ int main(int argc, char **argv)
 {
 	unsigned char *sbuf = malloc(LEN), *rbuf = calloc(1, LEN);
 	MPI_Request req[2];
-	int rank, size, bad, all;
+	MPI_Message msg;
+	int rank, size, bad, all, mprobe = argc > 1 && !strcmp(argv[1], "mprobe");
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -55,8 +57,13 @@ int main(int argc, char **argv)
 		MPI_Isend(sbuf, LEN, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req[0]);
 		MPI_Irecv(rbuf, LEN, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &req[1]);
 	} else {
-		MPI_Probe(1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-		MPI_Irecv(rbuf, LEN, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[1]);
+		if (mprobe) {
+			MPI_Mprobe(1, 1, MPI_COMM_WORLD, &msg, MPI_STATUS_IGNORE);
+			MPI_Imrecv(rbuf, LEN, MPI_BYTE, &msg, &req[1]);
+		} else {
+			MPI_Probe(1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+			MPI_Irecv(rbuf, LEN, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[1]);
+		}
 		MPI_Isend(sbuf, LEN, MPI_BYTE, 1, 2, MPI_COMM_WORLD, &req[0]);
 	}
 	MPI_Waitall(2, req, MPI_STATUSES_IGNORE);

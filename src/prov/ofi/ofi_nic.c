@@ -805,9 +805,10 @@ static void progress_locked(struct vd_ofi_nic *on, uint64_t deadline_ns, bool bl
 void vd_ofi_poll(struct vd_ofi_nic *on)
 {
 	/* A hint for the service thread to stay away: a count, not a clock
-	 * read (that was 2-4% of a polling thread's time); relaxed, and not
-	 * an atomic increment -- polls racing may count once, the count
-	 * still moves. */
+	 * read (that was 2-4% of a polling thread's time).  Relaxed, pairs
+	 * with nothing (a hint, as app_inside), and no atomic increment:
+	 * polls racing may count once, or rarely set the count back to a
+	 * value the service thread saw -- it then comes a few ms early. */
 	atomic_store_explicit(&on->app_polls,
 			      atomic_load_explicit(&on->app_polls, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
@@ -842,11 +843,13 @@ void vd_ofi_progress(struct vd_ofi_nic *on, uint64_t deadline_ns, bool block)
 	atomic_fetch_sub(&on->want, 1);
 }
 
-/* Whether an application thread polled within the last 2 ms, as the
- * service thread sees it on waking (at least every 1 ms): a poll moved
- * the count since its last look, or the count last moved within 2 ms. */
+/* Whether an application thread polled lately, as the service thread
+ * sees it on waking (at least every 1 ms): a poll moved the count since
+ * its last look, or it saw the count move within the last 2 ms (so up to
+ * about 3 ms after the last poll). */
 static bool app_polled_lately(struct vd_ofi_nic *on, uint64_t now)
 {
+	/* Relaxed: a hint, pairs with nothing (vd_ofi_poll). */
 	uint64_t polls = atomic_load_explicit(&on->app_polls, memory_order_relaxed);
 
 	if (polls != on->svc_polls_seen) {
