@@ -700,10 +700,6 @@ static int drain_msgs(struct peer *p)
 static bool send_now(struct peer *p, int peer, const struct vd_msg *m, size_t hlen,
 		     const void *payload, size_t len)
 {
-	if (m->type == VD_MSG_CTS) {
-		W.imm_expected++;
-		W.net_imm_expected += p->t == &W.t[VD_T_OFI];
-	}
 	if (!p->vi) {
 		want(p, peer);
 		return false;
@@ -736,6 +732,12 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 		err = 0;
 	} else if ((err = queue_msg(p, m, hlen, payload, len, by_ref, done)) == 0) {
 		err = 1;
+	}
+	/* Counted once sent or queued: a CTS that failed (no memory) would
+	 * keep the CQ looked at, and waits polling, for good. */
+	if (err >= 0 && m->type == VD_MSG_CTS) {
+		W.imm_expected++;
+		W.net_imm_expected += p->t == &W.t[VD_T_OFI];
 	}
 	return err;
 }
