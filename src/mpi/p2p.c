@@ -98,18 +98,17 @@ uint64_t vd_coll_spin_budget_ns(void)
 
 /* For a while after a message came from another host
  * (VIADUCT_MPI_SPIN_XFER_US, default 1 ms), and VD_XFER_MOVING times as
- * long without a completion while a transfer across hosts is under
- * way (moving_spin_ns).  A transfer's data comes in pieces as the fabric delivers them,
- * and over tcp each piece moves only while someone polls (manual
- * progress): a rank that slept after 20 us woke thousands of times a
- * second, each wake-up a scheduler round trip (4 MiB windowed bandwidth
- * between two namespace hosts: 2.2 against 3.0 GB/s).  And a round trip
- * over tcp takes 10-40 us: a rank that slept after 20 us paid a wake-up
- * through the fabric's epoll, on a vCPU the hypervisor may have
- * descheduled, on many replies (8-byte half round trip
- * between two namespace hosts: 37 us when every wait sleeps, 12 when
- * none does).  Not more than the plain budget on an oversubscribed
- * host. */
+ * long without a completion while a transfer across hosts is under way
+ * (moving_spin_ns).  A transfer's data comes in pieces as the fabric
+ * delivers them, and over tcp each piece moves only while someone polls
+ * (manual progress): a rank that slept after 20 us woke thousands of
+ * times a second, each wake-up a scheduler round trip (4 MiB windowed
+ * bandwidth between two namespace hosts: 2.2 against 3.0 GB/s).  And a
+ * round trip over tcp takes 10-40 us: a rank that slept after 20 us paid
+ * a wake-up through the fabric's epoll, on a vCPU the hypervisor may have
+ * descheduled, on many replies (8-byte half round trip between two
+ * namespace hosts: 37 us when every wait sleeps, 12 when none does).
+ * Not more than the plain budget on an oversubscribed host. */
 static uint64_t xfer_spin_ns(void)
 {
 	static int64_t cached = -1;

@@ -342,7 +342,6 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 {
 	struct vd_msg m = { .version = VD_MSG_VERSION, .type = VD_MSG_EAGER_TINY, .ctx = ctx,
 			    .src = src, .tag = tag, .len = bytes };
-
 	int err;
 
 	if (choose(peer, bytes, false) != P_EAGER)
@@ -352,7 +351,6 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 		sent.eager++;
 	return err;
 }
-
 
 int vd_proto_send(struct vd_req *r)
 {
