@@ -56,25 +56,6 @@ enum proto { P_EAGER, P_GET, P_RNDV, P_PIPE };
  * VIADUCT_MPI_PIPELINE_MAX in src/util/params.c is the same. */
 #define VD_PIPE_LIMIT (16u << 20)
 
-/* VIADUCT_DEBUG=1: the protocols this rank's sends took, outside the
- * switch-point measurement (vd_proto_finalize prints them). */
-static struct {
-	unsigned long eager, pipe, get, split, rndv;
-} sent;
-
-static void count_sent(enum proto p, bool split)
-{
-	if (p == P_EAGER)
-		sent.eager++;
-	else if (p == P_PIPE)
-		sent.pipe++;
-	else if (p == P_GET)
-		sent.get++;
-	else
-		sent.rndv++;
-	sent.split += split;
-}
-
 static enum proto forced = P_EAGER;
 static int forcing = -1;                /* -1 unknown, 0 auto, 1 forced */
 static enum proto large = P_GET;
@@ -88,6 +69,27 @@ static size_t net_get_max = 1 << 20;    /* likewise */
  * pipelined) before get takes over: measured at MPI_Init (tune.c). */
 static size_t shm_ring_max = SIZE_MAX;
 static enum vd_proto_force force_now;   /* tune.c's measurement */
+
+/* VIADUCT_DEBUG=1: the protocols this rank's sends took, outside the
+ * switch-point measurement (vd_proto_finalize prints them). */
+static struct {
+	unsigned long eager, pipe, get, split, rndv;
+} sent;
+
+static void count_sent(enum proto p, bool split)
+{
+	if (force_now)
+		return;
+	if (p == P_EAGER)
+		sent.eager++;
+	else if (p == P_PIPE)
+		sent.pipe++;
+	else if (p == P_GET)
+		sent.get++;
+	else
+		sent.rndv++;
+	sent.split += split;
+}
 static void read_env(void);
 
 void vd_proto_ring_max(size_t max)
@@ -309,8 +311,7 @@ static int send_rts(struct vd_req *r, enum proto p)
 		m.flags |= VD_MSGF_SPLIT;
 	if ((err = vd_wire_send(r->peer, &m, NULL, 0)) < 0)
 		return err;
-	if (!force_now)
-		count_sent(p, m.flags & VD_MSGF_SPLIT);
+	count_sent(p, m.flags & VD_MSGF_SPLIT);
 	/* Sent or queued: the sender polls until the get ends, as the peer
 	 * reads through this rank's provider (send_part_done). */
 	if (p == P_GET && vd_place_via(r->peer) == VD_T_OFI) {
@@ -347,24 +348,26 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 	if (choose(peer, bytes, false) != P_EAGER)
 		return -EAGAIN;
 	err = vd_wire_send(peer, &m, data, bytes);
-	if (err >= 0 && !force_now)
-		sent.eager++;
+	if (err >= 0)
+		count_sent(P_EAGER, false);
 	return err;
 }
 
 int vd_proto_send(struct vd_req *r)
 {
 	enum proto p = choose(r->peer, r->bytes, r->mode == VD_SEND_SYNC);
+	int err;
 
 	if (r->peer == vd_mpi.rank)
 		return send_self(r);
 	if (p == P_PIPE && r->bytes <= pipe_part(r->peer))
 		p = P_EAGER;    /* one part (a low eager limit): plain eager */
-	if (!force_now && p != P_GET && p != P_RNDV)
-		count_sent(p, false);     /* an RTS counts once sent */
-	if (p == P_PIPE)
-		return send_pipelined(r);
-	return p == P_EAGER ? send_eager(r) : send_rts(r, p);
+	if (p == P_GET || p == P_RNDV)
+		return send_rts(r, p);  /* counts itself: it knows the split */
+	err = p == P_PIPE ? send_pipelined(r) : send_eager(r);
+	if (err == 0)
+		count_sent(p, false);
+	return err;
 }
 
 static void release_mh(struct vd_req *r)

@@ -519,6 +519,12 @@ void vd_wire_deregister(enum vd_transport k, void *addr, VIP_MEM_HANDLE mh)
 	VipDeregisterMem(W.t[k].nic, addr, mh);
 }
 
+/* p is reached through the fabric (another host). */
+static bool over_fabric(const struct peer *p)
+{
+	return p->t == &W.t[VD_T_OFI];
+}
+
 /* ---- send slots -------------------------------------------------------------------------- */
 
 /* A reaped slot's follow-up (RDMA completions call back into the
@@ -737,7 +743,7 @@ static int wire_send(int peer, const struct vd_msg *m, const void *payload, size
 	 * keep the CQ looked at, and waits polling, for good. */
 	if (err >= 0 && m->type == VD_MSG_CTS) {
 		W.imm_expected++;
-		W.net_imm_expected += p->t == &W.t[VD_T_OFI];
+		W.net_imm_expected += over_fabric(p);
 	}
 	return err;
 }
@@ -814,7 +820,7 @@ static void imm_arrived(int peer, VIP_DESCRIPTOR *d)
 	if ((st & VIP_STATUS_OP_MASK) == VIP_STATUS_OP_REMOTE_RDMA_WRITE) {
 		if (W.imm_expected)
 			W.imm_expected--;
-		if (p->t == &W.t[VD_T_OFI] && W.net_imm_expected)
+		if (over_fabric(p) && W.net_imm_expected)
 			W.net_imm_expected--;
 		vd_proto_rdma_written(d->CS.ImmediateData);
 	}
@@ -893,7 +899,7 @@ static int progress_peer(struct peer *p, int peer)
 
 	/* A clock read per burst of arrivals from another host: each
 	 * costs microseconds of the fabric already. */
-	if (got && p->t == &W.t[VD_T_OFI])
+	if (got && over_fabric(p))
 		W.net_heard_ns = vd_now_ns();
 	return n + got;
 }
@@ -992,7 +998,7 @@ bool vd_wire_moving(void)
 	for (int i = 0; i < W.nlive; i++) {
 		struct peer *p = &W.peers[W.live[i]];
 
-		if (p->t == &W.t[VD_T_OFI] && p->s_post != p->s_reap)
+		if (over_fabric(p) && p->s_post != p->s_reap)
 			return true;
 	}
 	return false;
