@@ -101,11 +101,18 @@ static void ring_the_bell(struct vd_cq_ring *r)
  * operation, and this seq_cst load pairs with cq_arm()'s increment:
  * either we see its count and ring, or it sees what we published.  A
  * ring message is published with a release store only, which this load
- * may pass; cq_arm() asks its sleeper to look again (recheck_ns).  True
- * if rung. */
+ * may pass; cq_arm() asks its sleeper to look again (recheck_ns).
+ * Only the first sender after a sleeper armed rings: the seq_cst
+ * exchange of `rung` pairs with cq_arm()'s store of 0, made after its
+ * snapshot of the bell, so a bell left unrung by us was bumped after
+ * that snapshot by the sender that set `rung`.  True if rung. */
 bool vd_cq_ring_wake(struct vd_cq_ring *r)
 {
 	if (!atomic_load(&r->c.waiting))
+		return false;
+	/* The plain load keeps the line shared while one sender streams
+	 * into a sleeper that has not woken yet. */
+	if (atomic_load(&r->c.rung) || atomic_exchange(&r->c.rung, 1))
 		return false;
 	ring_the_bell(r);
 	return true;
@@ -432,6 +439,10 @@ static int cq_arm(struct vd_cq *cq, bool rings, struct vd_waitv *w, void **armed
 	atomic_fetch_add(&r->c.waiting, 1);
 	*w = (struct vd_waitv){ &r->b.bell, atomic_load(&r->b.bell), true,
 				rings ? VD_CQ_RECHECK_NS : 0, armed_ready, sc };
+	/* After the snapshot (seq_cst, pairs with vd_cq_ring_wake()'s
+	 * exchange): the next sender rings again, and one that still finds
+	 * `rung` set follows a bump we will not miss. */
+	atomic_store(&r->c.rung, 0);
 	if (events_ready(sc) || atomic_load(&sc->closing) ||
 	    (rings && vd_shm_cq_rings_ready(sc))) {
 		vd_shm_cq_disarm(cq, sc, false);

@@ -195,7 +195,7 @@ static_assert(sizeof(struct vd_shm_region) == VD_CACHELINE + 2 * sizeof(struct v
  * that scribbles here can cause spurious wake-ups and scans, or delay a
  * wake-up by one sleep slice -- never a completion, a crash or a hang. */
 #define VD_CQR_MAGIC 0x76646371u        /* "vdcq" */
-#define VD_CQR_VERSION 3u
+#define VD_CQR_VERSION 4u
 #define VD_CQR_RECV (1ull << 63)        /* local event: receive queue */
 #define VD_CQR_SLOTS 4096u              /* connections with a slot */
 #define VD_CQR_NO_SLOT (VD_CQR_SLOTS + 1)  /* rx_cq_slot: a CQ, no slot */
@@ -209,6 +209,10 @@ struct vd_cq_ring {
 	uint32_t reserved[12];
 	VD_LINE(struct {
 		_Atomic uint32_t waiting;   /* owner sleeps on bell */
+		/* 1: a sender rang the bell since the last sleeper armed, so
+		 * the others need not (a wake-up costs a system call, and a
+		 * sleeper takes tens of microseconds to disarm) */
+		_Atomic uint32_t rung;
 	}) c;
 	/* The owner's futex word, bumped by a sender that saw `waiting`:
 	 * both transfer announcements and message-ring sends to a VI bound
