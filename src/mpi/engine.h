@@ -10,6 +10,7 @@
 #ifndef VIADUCT_MPI_ENGINE_H
 #define VIADUCT_MPI_ENGINE_H
 
+#include <limits.h>
 #include <string.h>
 
 #include "mpi_internal.h"
@@ -174,6 +175,10 @@ struct vd_unexp {
 	void *payload;                  /* EAGER: malloc'ed copy */
 	struct vd_unexp *next;
 };
+
+/* The handle of every send complete as it started (req.c): above any
+ * index a request table could reach. */
+#define VD_REQ_SENT INT_MAX
 
 struct vd_req *vd_req_new(enum vd_req_kind kind);
 struct vd_req *vd_req_get(MPI_Request handle);

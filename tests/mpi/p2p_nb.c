@@ -441,6 +441,56 @@ static void test_cancel_free(void)
 	}
 }
 
+/* Small standard sends are complete as they start (they share one
+ * request, req.c), unless a protocol is forced: every completion call
+ * treats them as complete sends, one handle at a time; the data arrives
+ * in order. */
+static void test_sent_at_once(void)
+{
+	enum { N = 8 };
+	const char *forced = getenv("VIADUCT_MPI_PROTOCOL");
+	int at_once = !forced || !strcmp(forced, "auto") || !strcmp(forced, "eager");
+	static int v[N];        /* a freed send may still read it on return */
+	int got[N], ids[N], flag = 0, idx = -1, out = -1;
+	MPI_Request q[N], rq[N];
+	MPI_Status st[N];
+
+	mt_phase = "sent at once";
+	for (int i = 0; i < N; i++) {
+		v[i] = mt_rank * 100 + i;
+		got[i] = -1;
+		MPI_OK(MPI_Irecv(&got[i], 1, MPI_INT, left, 996, MPI_COMM_WORLD, &rq[i]));
+	}
+	for (int i = 0; i < N; i++)
+		MPI_OK(MPI_Isend(&v[i], 1, MPI_INT, right, 996, MPI_COMM_WORLD, &q[i]));
+	MPI_OK(MPI_Request_get_status(q[0], &flag, &st[0]));
+	CHECK(q[0] != MPI_REQUEST_NULL, "get_status freed the request");
+	CHECK(flag || !at_once, "a small send is not complete as it starts");
+	MPI_OK(MPI_Cancel(&q[0]));      /* a send completes normally */
+	MPI_OK(MPI_Wait(&q[0], &st[0]));
+	MPI_OK(MPI_Test_cancelled(&st[0], &flag));
+	CHECK(!flag && q[0] == MPI_REQUEST_NULL, "send, then cancel: cancelled %d", flag);
+	MPI_OK(MPI_Test(&q[1], &flag, MPI_STATUS_IGNORE));
+	CHECK(flag || !at_once, "Test of a sent message: %d", flag);
+	CHECK(!flag || q[1] == MPI_REQUEST_NULL, "Test: complete, handle kept");
+	MPI_OK(MPI_Waitany(N, q, &idx, &st[0]));
+	CHECK(idx >= 1 && idx < N && q[idx] == MPI_REQUEST_NULL, "Waitany: index %d", idx);
+	MPI_OK(MPI_Testsome(N, q, &out, ids, st));
+	CHECK(out >= 0 && (out == N - 3 || !at_once), "Testsome: %d of %d", out, N - 3);
+	MPI_OK(MPI_Waitall(N, q, st));
+	for (int i = 0; i < N; i++)
+		CHECK(q[i] == MPI_REQUEST_NULL, "handle %d left after Waitall", i);
+	MPI_OK(MPI_Waitall(N, rq, st));
+	for (int i = 0; i < N; i++)
+		CHECK(got[i] == left * 100 + i, "message %d: %d", i, got[i]);
+	MPI_OK(MPI_Isend(&v[1], 1, MPI_INT, right, 995, MPI_COMM_WORLD, &q[0]));
+	MPI_OK(MPI_Request_free(&q[0]));
+	CHECK(q[0] == MPI_REQUEST_NULL, "Request_free kept the handle");
+	MPI_OK(MPI_Recv(&got[0], 1, MPI_INT, left, 995, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	CHECK(got[0] == left * 100 + 1, "after Request_free: %d", got[0]);
+	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));    /* every freed send matched */
+}
+
 /* Nonblocking with Test loops, the only progress being our Test calls. */
 static void test_test_loop(void)
 {
@@ -504,6 +554,7 @@ int main(int argc, char **argv)
 	static void (*const tests[])(void) = {
 		test_waitall, test_window_reuse, test_completion_calls, test_posted_unexpected, test_ssend,
 		test_rsend, test_bsend, test_cancel_free, test_test_loop, test_unexpected_by_test,
+		test_sent_at_once,
 	};
 
 	mt_init(&argc, &argv, 60);
