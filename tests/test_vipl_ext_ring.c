@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Description: message rings (viaduct_ring_send / peek / release and
- * viaduct_cq_wait_any), parent receiving, child sending.
+ * Description: message rings (viaduct_ring_send / peek / release / next
+ * and viaduct_cq_wait_any), parent receiving, child sending.
  *  - Before connecting, send and peek give VIP_INVALID_STATE; a bad
  *    handle, NULL data with a length, or a message over
  *    VIADUCT_RING_MAX_MSG gives VIP_INVALID_PARAMETER; release with
@@ -12,7 +12,9 @@
  *    line, where the receiver, ahead of the paused sender, must find
  *    nothing; 600 more put a header on every one of those lines.
  *  - A stream of 20000 messages of mixed sizes (0 to the maximum, so the
- *    ring wraps at every offset) arrives whole, in order, byte-exact.
+ *    ring wraps at every offset) arrives whole, in order, byte-exact;
+ *    the second half read with viaduct_ring_next, each message peeked
+ *    until the next call.
  *  - A full ring says VIP_NOT_DONE and writes nothing; what was accepted
  *    is delivered after the receiver drains, and sending resumes.
  *  - A receiver asleep in viaduct_cq_wait_any wakes for a ring message.
@@ -170,6 +172,28 @@ static void recv_one(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq, uint32_t want)
 	VT_OK(viaduct_ring_release(vi));
 }
 
+/* As recv_one, through viaduct_ring_next: the message stays peeked (a
+ * peek returns it again) until the next call releases it. */
+static void next_one(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq, uint32_t want)
+{
+	const void *m, *again;
+	VIP_UINT32 len, len2;
+	VIP_RETURN r;
+	uint32_t idx;
+
+	while ((r = viaduct_ring_next(vi, &m, &len)) == VIP_NOT_DONE)
+		VT_OK(viaduct_cq_wait_any(cq, 10000));
+	VT_OK(r);
+	VT_OK(viaduct_ring_peek(vi, &again, &len2));
+	VDT_CHECK(again == m && len2 == len);
+	VDT_CHECK(len == sizeof(idx) + size_of(want));
+	memcpy(&idx, m, sizeof(idx));
+	if (idx != want)
+		fprintf(stderr, "message %u arrived (next), expected %u\n", idx, want);
+	VDT_CHECK(idx == want);
+	VDT_CHECK(vt_check((const uint8_t *)m + sizeof(idx), len - sizeof(idx), want) < 0);
+}
+
 static void recv_forged(VIP_VI_HANDLE vi, VIP_CQ_HANDLE cq)
 {
 	uint8_t *want = malloc(VIADUCT_RING_MAX_MSG);
@@ -230,12 +254,19 @@ static int receiver(void *arg)
 	VT_EXPECT(viaduct_ring_peek(s.vi, &m, &len), VIP_INVALID_STATE);
 	VT_EXPECT(viaduct_ring_release(s.vi), VIP_INVALID_STATE);
 	VT_EXPECT(viaduct_ring_peek(s.vi, NULL, &len), VIP_INVALID_PARAMETER);
+	VT_EXPECT(viaduct_ring_next(s.vi, &m, &len), VIP_INVALID_STATE);
+	VT_EXPECT(viaduct_ring_next(NULL, &m, &len), VIP_INVALID_PARAMETER);
+	VT_EXPECT(viaduct_ring_next(s.vi, &m, NULL), VIP_INVALID_PARAMETER);
 	VT_EXPECT(viaduct_cq_wait_any(cq, 20), VIP_TIMEOUT);
 	VT_EXPECT(viaduct_cq_wait_any(NULL, 20), VIP_INVALID_PARAMETER);
 	vt_side_connect(&s, vt_disc(disc, "ring"));
 	recv_forged(s.vi, cq);
-	for (uint32_t i = 0; i < NSTREAM; i++)
+	for (uint32_t i = 0; i < NSTREAM / 2; i++)
 		recv_one(s.vi, cq, i);
+	for (uint32_t i = NSTREAM / 2; i < NSTREAM; i++)
+		next_one(s.vi, cq, i);
+	VT_OK(viaduct_ring_release(s.vi));      /* the last one next left */
+	VT_EXPECT(viaduct_ring_release(s.vi), VIP_INVALID_STATE);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	VDT_CHECK(vt_get_u64(vt_fd, &full) == 0);
 	VDT_CHECK(full > NSTREAM + 2);          /* at least 3 messages fit */

@@ -168,6 +168,10 @@ VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vi, const void *hdr, VIP_UINT32 hdr_l
 VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vi, const void **msg, VIP_UINT32 *len);
 /* Done with the message peek returned.  VIP_INVALID_STATE if none. */
 VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vi);
+/* Release the message peek or next returned, if one is outstanding, then
+ * peek: one call a message for a reader that takes them one at a time.
+ * Returns what the peek returns. */
+VIP_RETURN viaduct_ring_next(VIP_VI_HANDLE vi, const void **msg, VIP_UINT32 *len);
 
 /* Wait until the CQ holds a completion, or the ring of a VI whose receive
  * queue is bound to the CQ holds a message; consumes nothing (use

@@ -269,6 +269,9 @@ void vd_wire_finalize(void);
 /* Send a header (+ payload of len bytes, copied) to world rank peer;
  * queues r (if given) when no send slot is free.  0 or -errno. */
 int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t len);
+/* Into the ring at once or not at all: 0, -EAGAIN (the ring is full or
+ * messages wait before it; nothing queued), or -errno. */
+int vd_wire_send_direct(int peer, const struct vd_msg *m, const void *payload, size_t len);
 /* The same without copying the payload when it must wait for ring space:
  * it is read from `payload` when it goes, and `done` (if given) is then
  * completed.  0 sent now, 1 queued, or -errno. */
@@ -341,9 +344,11 @@ void vd_proto_write_done(struct vd_req *r, int err);
 /* Start a send (p2p.c calls it). */
 int vd_proto_send(struct vd_req *r);
 /* Send a contiguous message eagerly, at once, without a request: 0,
- * -EAGAIN (not an eager size: use a request), or -errno. */
+ * -EAGAIN (not an eager size, or -- unless `queue` -- no room in the
+ * ring now: use a request), or -errno.  With `queue` a message that
+ * must wait for ring space is copied into the wire's queue. */
 int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *data,
-		       size_t bytes);
+		       size_t bytes, bool queue);
 /* A posted receive met a message (unexpected or arriving). */
 void vd_proto_match(struct vd_req *r, int peer, const struct vd_msg *m, const void *payload);
 /* vd_proto_match of an unexpected message taken from the queue, which it

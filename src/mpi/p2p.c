@@ -432,9 +432,12 @@ static int isend_api(const void *buf, int count, MPI_Datatype dt, int dest, int 
 
 /* A standard send of a contiguous eager message to another rank: no
  * request, no wait.  -1 when it does not apply (including every error,
- * which the general path then reports). */
+ * which the general path then reports).  `queue`: a message the ring
+ * cannot take now is copied into the wire's queue (MPI_Send returns at
+ * once); without it (MPI_Isend) it takes a request, and waits in the
+ * queue by reference -- no copy, no allocation of its size. */
 static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
-		     MPI_Comm comm, const char *fn)
+		     MPI_Comm comm, bool queue, const char *fn)
 {
 	struct vd_comm *c = vd_comm_get(comm);
 	struct vd_dtype *t;
@@ -447,7 +450,7 @@ static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int 
 	if (!t->contig || peer == vd_mpi.rank)
 		return -1;
 	err = vd_proto_eager_now(peer, c->ctx, c->rank, tag, buf,
-				 (size_t)count * (size_t)t->size);
+				 (size_t)count * (size_t)t->size, queue);
 	if (err == -EAGAIN)
 		return -1;
 	return vd_mpi_raise(comm, err ? vd_mpi_errno(err) : MPI_SUCCESS, fn);
@@ -457,7 +460,7 @@ static int send_api(const void *buf, int count, MPI_Datatype dt, int dest, int t
 		    MPI_Comm comm, enum vd_send_mode mode, const char *fn)
 {
 	MPI_Request req;
-	int e = mode == VD_SEND_STD ? send_fast(buf, count, dt, dest, tag, comm, fn) : -1;
+	int e = mode == VD_SEND_STD ? send_fast(buf, count, dt, dest, tag, comm, true, fn) : -1;
 
 	if (e >= 0)
 		return e;
@@ -495,10 +498,10 @@ int PMPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag,
 	      MPI_Comm comm, MPI_Request *req)
 {
 	VD_API_GUARD();
-	int e = req ? send_fast(buf, count, dt, dest, tag, comm, "MPI_Isend") : -1;
+	int e = req ? send_fast(buf, count, dt, dest, tag, comm, false, "MPI_Isend") : -1;
 
 	if (e == MPI_SUCCESS)
-		*req = VD_REQ_SENT;     /* complete: the message is out or queued */
+		*req = VD_REQ_SENT;     /* complete: the message is in the ring */
 	else if (e > 0)
 		*req = MPI_REQUEST_NULL;
 	if (e >= 0)

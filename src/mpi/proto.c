@@ -339,7 +339,7 @@ static int send_self(struct vd_req *r)
 /* MPI_Send's short cut: a contiguous eager message needs no request --
  * the ring copies it (or the wire queues a copy) before we return. */
 int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *data,
-		       size_t bytes)
+		       size_t bytes, bool queue)
 {
 	struct vd_msg m = { .version = VD_MSG_VERSION, .type = VD_MSG_EAGER_TINY, .ctx = ctx,
 			    .src = src, .tag = tag, .len = bytes };
@@ -347,7 +347,8 @@ int vd_proto_eager_now(int peer, uint32_t ctx, int src, int tag, const void *dat
 
 	if (choose(peer, bytes, false) != P_EAGER)
 		return -EAGAIN;
-	err = vd_wire_send(peer, &m, data, bytes);
+	err = queue ? vd_wire_send(peer, &m, data, bytes) :
+		      vd_wire_send_direct(peer, &m, data, bytes);
 	if (err >= 0)
 		count_sent(P_EAGER, false);
 	return err;

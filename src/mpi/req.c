@@ -15,8 +15,8 @@ static struct vd_req **reqs;            /* index = handle - 1 */
 static uint32_t nreqs, cap;
 static uint32_t *freelist, nfree;
 
-/* A standard send that went out, or was copied into its peer's queue, as
- * it started is complete from the start: MPI_Isend hands out this one
+/* A standard send whose message went into the ring as it started is
+ * complete from the start: MPI_Isend hands out this one
  * shared request for it (VD_REQ_SENT) instead of one of its own --
  * nothing to take, clear or give back, a sixth of a small windowed
  * send's time -- as Open MPI's ob1 does for its inline sends.  Waits and

@@ -755,6 +755,20 @@ int vd_wire_send(int peer, const struct vd_msg *m, const void *payload, size_t l
 	return err < 0 ? err : 0;
 }
 
+int vd_wire_send_direct(int peer, const struct vd_msg *m, const void *payload, size_t len)
+{
+	struct peer *p = &W.peers[peer];
+	size_t hlen = vd_msg_hdr_len(m->type);
+
+	if (hlen + len > VIADUCT_RING_MAX_MSG)
+		return -EMSGSIZE;
+	if (!send_now(p, peer, m, hlen, payload, len))
+		return -EAGAIN;
+	if (begins_message(m->type))
+		p->answered = false;
+	return 0;
+}
+
 int vd_wire_send_ref(int peer, const struct vd_msg *m, const void *payload, size_t len,
 		     struct vd_req *done)
 {
@@ -876,9 +890,10 @@ static int poll_ring(struct peer *p, int peer)
 	if (p->polling)
 		return 0;
 	p->polling = true;
-	while (viaduct_ring_peek(p->vi, &msg, &len) == VIP_SUCCESS) {
+	/* Each next releases the message before (after the last, the
+	 * ring's end is a failed peek, as before). */
+	while (viaduct_ring_next(p->vi, &msg, &len) == VIP_SUCCESS) {
 		msg_arrived(peer, msg, len);
-		viaduct_ring_release(p->vi);
 		n++;
 	}
 	p->polling = false;
