@@ -85,13 +85,29 @@ static void set_dirty(struct vd_shm_conn *c, uint32_t abs, bool d)
 	c->msg_dirty[i / 64] = d ? c->msg_dirty[i / 64] | bit : c->msg_dirty[i / 64] & ~bit;
 }
 
+/* Mark lines [at, at + n) dirty, a word at a time (a message never wraps,
+ * so the range is contiguous in the ring): a bit a line cost an 8 KiB
+ * message 128 read-modify-writes, a tenth of its send. */
+static void set_dirty_run(struct vd_shm_conn *c, uint32_t at, uint32_t n)
+{
+	uint32_t i = at & (c->msg_lines - 1), end = i + n;
+
+	while (i < end) {
+		uint32_t bit = i % 64, take = end - i < 64 - bit ? end - i : 64 - bit;
+		uint64_t mask = (take == 64 ? ~0ull : ((1ull << take) - 1)) << bit;
+
+		c->msg_dirty[i / 64] |= mask;
+		i += take;
+	}
+}
+
 /* The message takes [at, at + need): its first line holds a header, the
  * others payload; the line after it is where the reader looks next. */
 static void mark_lines(struct vd_shm_conn *c, uint32_t at, uint32_t need, bool clean_next)
 {
 	set_dirty(c, at, false);
-	for (uint32_t i = 1; i < need; i++)
-		set_dirty(c, at + i, true);
+	if (need > 1)
+		set_dirty_run(c, at + 1, need - 1);
 	if (clean_next) {
 		__atomic_store_n((uint64_t *)line_at(c->tx_msg, c->msg_lines, at + need), 0,
 				 __ATOMIC_RELAXED);
