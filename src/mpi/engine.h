@@ -384,8 +384,12 @@ void vd_recv_open(struct vd_req *r);
 bool vd_recv_busy(void);
 bool vd_unpost_recv(struct vd_req *r);
 struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
+/* An unexpected message's payload buffer (n > 0), and its release (NULL
+ * allowed).  NULL when out of memory. */
+void *vd_payload_alloc(size_t n);
+void vd_payload_free(void *p);
 /* First unexpected message matching; `take` removes it (caller frees
- * it and its payload). */
+ * it and its payload with vd_payload_free). */
 struct vd_unexp *vd_unexp_find(uint32_t ctx, int src, int tag, bool take);
 void vd_req_finalize(void);
 

@@ -57,7 +57,7 @@ void vd_message_finalize(void)
 	for (int i = 0; i < nmsgs; i++) {
 		if (!msgs[i].u)
 			continue;
-		free(msgs[i].u->payload);
+		vd_payload_free(msgs[i].u->payload);
 		free(msgs[i].u);
 	}
 	free(msgs);

@@ -677,7 +677,7 @@ static void pipelined_begin(int peer, const struct vd_msg *m, const void *payloa
 		inbound_to_req(in, r, m);
 	} else {
 		in->u = vd_unexp_add(peer, m, NULL, 0);
-		if (!(in->u->payload = malloc(in->len)))
+		if (!(in->u->payload = vd_payload_alloc(in->len)))
 			vd_pmi_abort(MPI_ERR_NO_MEM, "viaduct MPI: out of memory for a message");
 	}
 	inbound_put(in, payload, plen);
@@ -735,7 +735,7 @@ void vd_proto_match_unexp(struct vd_req *r, struct vd_unexp *u)
 	} else {
 		match(r, u->peer, &u->hdr, u->payload, true);
 	}
-	free(u->payload);
+	vd_payload_free(u->payload);
 	free(u);
 }
 

@@ -4,6 +4,7 @@
  * messages, both in arrival/post order, so the first match is the one the
  * non-overtaking rule asks for.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ static struct vd_req sent_req = { .kind = VD_REQ_SEND, .id = VD_REQ_SENT, .done 
 static struct vd_req *posted_head, **posted_tail = &posted_head;
 static struct vd_unexp *unexp_head, **unexp_tail = &unexp_head;
 static uint32_t recv_open_n;            /* receives started, not complete */
+
+static void payloads_drop(void);
 
 static int grow(void)
 {
@@ -178,12 +181,92 @@ void vd_req_finalize(void)
 	while (unexp_head) {
 		struct vd_unexp *u = unexp_head;
 		unexp_head = u->next;
-		free(u->payload);
+		vd_payload_free(u->payload);
 		free(u);
 	}
+	payloads_drop();
 	unexp_tail = &unexp_head;
 	posted_head = NULL;
 	posted_tail = &posted_head;
+}
+
+/* ---- unexpected payloads ---------------------------------------------------------- */
+
+/* Payloads of up to 32 KiB come from freed ones of their power-of-two
+ * class, up to PAYLOAD_KEEP a class: glibc gives the top of its heap
+ * back to the kernel once 128 KiB are free there, so the unexpected
+ * 8 KiB messages of a window of 64, taken and freed together, had their
+ * pages faulted in again every window (5% of an 8 KiB both-ways run). */
+#define PAYLOAD_MIN_SHIFT 8             /* 256 B */
+#define PAYLOAD_CLASSES 8               /* .. 32 KiB */
+#define PAYLOAD_KEEP 64u
+
+struct payload_hdr {
+	union {
+		struct payload_hdr *next;       /* while kept */
+		size_t cls;                     /* while in use */
+	};
+	size_t pad;                     /* the payload stays 16-byte aligned */
+};
+static_assert(sizeof(struct payload_hdr) == 16, "payload header");
+
+static struct payload_hdr *kept[PAYLOAD_CLASSES];
+static unsigned nkept[PAYLOAD_CLASSES];
+
+static size_t payload_class(size_t n)
+{
+	size_t cls = 0;
+
+	while (cls < PAYLOAD_CLASSES && ((size_t)1 << (PAYLOAD_MIN_SHIFT + cls)) < n)
+		cls++;
+	return cls;
+}
+
+void *vd_payload_alloc(size_t n)
+{
+	size_t cls = payload_class(n);
+	struct payload_hdr *h = cls < PAYLOAD_CLASSES ? kept[cls] : NULL;
+
+	if (h) {
+		kept[cls] = h->next;
+		nkept[cls]--;
+	} else {
+		size_t room = cls < PAYLOAD_CLASSES ? (size_t)1 << (PAYLOAD_MIN_SHIFT + cls) : n;
+		h = malloc(sizeof(*h) + room);
+		if (!h)
+			return NULL;
+	}
+	h->cls = cls;
+	return h + 1;
+}
+
+void vd_payload_free(void *p)
+{
+	struct payload_hdr *h = p ? (struct payload_hdr *)p - 1 : NULL;
+	size_t cls;
+
+	if (!h)
+		return;
+	cls = h->cls;
+	if (cls >= PAYLOAD_CLASSES || nkept[cls] >= PAYLOAD_KEEP) {
+		free(h);
+		return;
+	}
+	h->next = kept[cls];
+	kept[cls] = h;
+	nkept[cls]++;
+}
+
+static void payloads_drop(void)
+{
+	for (size_t cls = 0; cls < PAYLOAD_CLASSES; cls++) {
+		while (kept[cls]) {
+			struct payload_hdr *h = kept[cls];
+			kept[cls] = h->next;
+			free(h);
+		}
+		nkept[cls] = 0;
+	}
 }
 
 /* ---- matching -------------------------------------------------------------------- */
@@ -255,7 +338,7 @@ struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payl
 	u->peer = peer;
 	u->payload = NULL;
 	if (plen) {
-		u->payload = malloc(plen);
+		u->payload = vd_payload_alloc(plen);
 		if (!u->payload)
 			vd_pmi_abort(MPI_ERR_NO_MEM, "viaduct MPI: out of memory for a message");
 		vd_copy(u->payload, payload, plen);
