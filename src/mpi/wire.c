@@ -435,7 +435,7 @@ static void drop_queued(struct peer *p)
 	while (p->msg_head) {
 		struct queued_msg *q = p->msg_head;
 		p->msg_head = q->next;
-		free(q);
+		vd_payload_free(q);
 	}
 	while (p->pend_head) {
 		struct pending *q = p->pend_head;
@@ -664,7 +664,9 @@ static int submit(int peer, struct pending *q)
 static int queue_msg(struct peer *p, const void *hdr, size_t hlen, const void *payload,
 		     size_t len, bool by_ref, struct vd_req *done)
 {
-	struct queued_msg *q = malloc(sizeof(*q) + hlen + (by_ref ? 0 : len));
+	/* From the payload cache: messages that wait for ring space come and
+	 * go a window at a time (req.c). */
+	struct queued_msg *q = vd_payload_alloc(sizeof(*q) + hlen + (by_ref ? 0 : len));
 
 	if (!q)
 		return -ENOMEM;
@@ -696,7 +698,7 @@ static int drain_msgs(struct peer *p)
 			p->msg_tail = &p->msg_head;
 		if (q->done)
 			vd_req_complete(q->done, MPI_SUCCESS);
-		free(q);
+		vd_payload_free(q);
 		n++;
 	}
 	return n;
