@@ -52,60 +52,46 @@ VIP_RETURN viaduct_ring_send(VIP_VI_HANDLE vh, const void *hdr, VIP_UINT32 hdr_l
 	return vd_ret(err);
 }
 
-/* Messages that arrived before the connection broke stay readable until
- * the VI disconnects; then "empty" becomes VIP_INVALID_STATE. */
-/* Queue lock held (or solo). */
-static int peek_locked(struct vd_vi *vi, const void **msg, uint32_t *len)
+/* Peek, after releasing the message peeked before when `release` (there
+ * may be none).  viaduct_ring_next does both under one lookup and one
+ * lock: a reader's cost per message is mostly the calls themselves
+ * (8-byte windowed MPI traffic inside a host spent a tenth of the
+ * receiver's time in handle lookups and entry checks).  Messages that
+ * arrived before the connection broke stay readable until the VI
+ * disconnects; then "empty" becomes VIP_INVALID_STATE. */
+static VIP_RETURN ring_read(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len, bool release)
 {
-	int err = vi->nic->ops->ring_peek(vi, msg, len);
+	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
+	uint32_t n = 0;
+	bool unlocked;
+	int err = 0;
 
-	if (err == -EAGAIN && atomic_load(&vi->state) != VIP_STATE_CONNECTED)
-		err = -ENOTCONN;
-	return err;
+	if (!vi || !msg || !len)
+		return VIP_INVALID_PARAMETER;
+	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
+		return VIP_ERROR_NOT_SUPPORTED;
+	unlocked = solo(vi);
+	q_lock(&vi->rq, unlocked);
+	if (release)
+		err = vi->nic->ops->ring_release(vi);
+	if (err == 0 || err == -EINVAL) {       /* -EINVAL: nothing peeked */
+		err = vi->nic->ops->ring_peek(vi, msg, &n);
+		if (err == -EAGAIN && atomic_load(&vi->state) != VIP_STATE_CONNECTED)
+			err = -ENOTCONN;
+	}
+	q_unlock(&vi->rq, unlocked);
+	*len = n;
+	return vd_ret(err);
 }
 
 VIP_RETURN viaduct_ring_peek(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len)
 {
-	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
-	uint32_t n = 0;
-	bool unlocked;
-	int err;
-
-	if (!vi || !msg || !len)
-		return VIP_INVALID_PARAMETER;
-	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
-		return VIP_ERROR_NOT_SUPPORTED;
-	unlocked = solo(vi);
-	q_lock(&vi->rq, unlocked);
-	err = peek_locked(vi, msg, &n);
-	q_unlock(&vi->rq, unlocked);
-	*len = n;
-	return vd_ret(err);
+	return ring_read(vh, msg, len, false);
 }
 
-/* Release and peek under one lookup and one lock: a reader's cost per
- * message is mostly the calls themselves (8-byte windowed bandwidth
- * inside a host spent a tenth of the receiver's time in handle lookups
- * and entry checks). */
 VIP_RETURN viaduct_ring_next(VIP_VI_HANDLE vh, const void **msg, VIP_UINT32 *len)
 {
-	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
-	uint32_t n = 0;
-	bool unlocked;
-	int err;
-
-	if (!vi || !msg || !len)
-		return VIP_INVALID_PARAMETER;
-	if (!(vi->nic->caps->flags & VD_PROV_RINGS))
-		return VIP_ERROR_NOT_SUPPORTED;
-	unlocked = solo(vi);
-	q_lock(&vi->rq, unlocked);
-	err = vi->nic->ops->ring_release(vi);
-	if (err == 0 || err == -EINVAL)         /* -EINVAL: nothing peeked */
-		err = peek_locked(vi, msg, &n);
-	q_unlock(&vi->rq, unlocked);
-	*len = n;
-	return vd_ret(err);
+	return ring_read(vh, msg, len, true);
 }
 
 VIP_RETURN viaduct_ring_release(VIP_VI_HANDLE vh)
