@@ -97,6 +97,10 @@ struct vd_shm_conn {
 	uint32_t rx_cookie_write;           /* rq lock: private mirror */
 	uint32_t rx_cookie_read_lazy;       /* rq lock */
 	uint32_t rx_cookie_taken;           /* rq lock: cookies used so far */
+	/* The value the peer's one sleeper held when we last woke it
+	 * (wake_once in shm_xfer.c): its receives (sq lock), its sends (rq
+	 * lock). */
+	struct vd_shm_woken { uint32_t seen; bool valid; } peer_recv_woken, peer_send_woken;
 	_Atomic uint32_t rx_offered;        /* cookies offered so far (the
 	                                     * bound of cq_announced) */
 	/* Message ring indices, absolute lines (shm_ring.c). */

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define VD_SHM_MAGIC 0x76647368u       /* "vdsh" */
-#define VD_SHM_VERSION 5u
+#define VD_SHM_VERSION 6u
 #define VD_CACHELINE 64
 
 /* Cookie and transfer slots per direction.  Small on purpose: every
@@ -142,6 +142,7 @@ struct vd_shm_dir {
 	/* written by R only around a sleep */
 	VD_LINE(struct {
 		_Atomic uint32_t recv_waiting;  /* R sleeps on s.xfer_write */
+		_Atomic uint32_t recv_seen;     /* ... while it holds this */
 	}) rw;
 	/* written by S at every send; R reads them only to sleep */
 	VD_LINE(struct {
@@ -160,6 +161,7 @@ struct vd_shm_dir {
 	/* written by S only around a sleep */
 	VD_LINE(struct {
 		_Atomic uint32_t send_waiting;  /* S sleeps on r.cookie_write */
+		_Atomic uint32_t send_seen;     /* ... while it holds this */
 	}) sw;
 	uint32_t off_cookies;           /* from the region start */
 	uint32_t off_xfers;

@@ -399,9 +399,32 @@ static int send_part(struct vd_vi *vi, struct vd_shm_conn *c, const struct iovec
 	return status & VIP_STATUS_TRANSPORT_ERROR ? -EIO : 0;
 }
 
-/* Announce published transfers on the peer's CQ and wake its sleepers.
- * The seq_cst load pairs with arm_and_sleep(): after our seq_cst exchange
- * of xfer_write, either we see its waiter count, or it sees the index. */
+/* Wake the peer's sleepers on `word`, which we have just moved on --
+ * unless its one sleeper was woken already for the value it sleeps on:
+ * until it runs again and disarms (tens of microseconds), every later
+ * transfer would make its own futex call, dearer than the transfer.  The
+ * seq_cst load of the count pairs with arm_and_sleep()'s increment (after
+ * our seq_cst move of the word, either we see the count or it sees the
+ * word); the sleeper stored `seen` before that increment, so we read the
+ * value of the arming we counted, or a later one.  A sleeper that armed
+ * with that value again would have found the word moved and not slept.
+ * Two sleepers or more: always woken. */
+static bool wake_once(_Atomic uint32_t *word, _Atomic uint32_t *waiting,
+		      _Atomic uint32_t *seen, struct vd_shm_woken *w)
+{
+	uint32_t n = atomic_load(waiting), s;
+
+	if (!n)
+		return false;
+	s = atomic_load_explicit(seen, memory_order_relaxed);
+	if (n == 1 && w->valid && w->seen == s)
+		return false;
+	*w = (struct vd_shm_woken){ s, true };
+	vd_futex_wake_shared(word);
+	return true;
+}
+
+/* Announce published transfers on the peer's CQ and wake its sleepers. */
 static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 {
 	/* Pairs with the owner's acquire in harvest_conn(); seq_cst for
@@ -414,10 +437,9 @@ static void announce(struct vd_vi *vi, struct vd_shm_conn *c, unsigned n)
 		if (slot && slot <= VD_CQR_NO_SLOT)
 			vd_cq_ring_signal(c->peer_rcq, slot - 1);
 	}
-	if (atomic_load(&c->tx->rw.recv_waiting)) {
-		vd_futex_wake_shared(&c->tx->s.xfer_write);
+	if (wake_once(&c->tx->s.xfer_write, &c->tx->rw.recv_waiting, &c->tx->rw.recv_seen,
+		      &c->peer_recv_woken))
 		vi->stats.wakes_sent++;
-	}
 }
 
 /* Consumed cookies go back to the receiver; release pairs with its
@@ -741,8 +763,8 @@ int vd_shm_recv_publish(struct vd_vi *vi)
 	 * sender's seq_cst arming in vd_shm_send_sleep(). */
 	atomic_exchange(&c->rx->r.cookie_write, c->rx_cookie_write);
 	set_backlog(c, q->sent < q->tail);
-	if (atomic_load(&c->rx->sw.send_waiting))
-		vd_futex_wake_shared(&c->rx->r.cookie_write);
+	wake_once(&c->rx->r.cookie_write, &c->rx->sw.send_waiting, &c->rx->sw.send_seen,
+		  &c->peer_send_woken);
 	return 0;
 }
 
@@ -876,13 +898,16 @@ int vd_shm_recv_progress(struct vd_vi *vi)
 
 /* Arm a waiter count, re-check, sleep.  The seq_cst RMW pairs with the
  * producer's fence in announce() / vd_shm_recv_publish(): either the
- * producer sees the count and wakes, or we see its new index. */
+ * producer sees the count and wakes, or we see its new index.  The value
+ * we sleep on goes into `seen_at` first: the RMW releases it to the
+ * producer that reads the count (wake_once). */
 static int arm_and_sleep(struct vd_vi *vi, struct vd_wq *q, struct vd_shm_conn *c,
 			 _Atomic uint32_t *word, uint32_t seen, _Atomic uint32_t *waiting,
-			 uint64_t deadline)
+			 _Atomic uint32_t *seen_at, uint64_t deadline)
 {
 	int err;
 
+	atomic_store_explicit(seen_at, seen, memory_order_relaxed);
 	atomic_fetch_add(waiting, 1);
 	if (atomic_load(word) != seen) {
 		atomic_fetch_sub(waiting, 1);
@@ -918,7 +943,7 @@ int vd_shm_recv_sleep(struct vd_vi *vi, uint64_t deadline)
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->rq, c, &c->rx->s.xfer_write, w,
-			     &c->rx->rw.recv_waiting, deadline);
+			     &c->rx->rw.recv_waiting, &c->rx->rw.recv_seen, deadline);
 }
 
 int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
@@ -939,7 +964,7 @@ int vd_shm_send_sleep(struct vd_vi *vi, uint64_t deadline)
 		return 0;
 	}
 	return arm_and_sleep(vi, &vi->sq, c, &c->tx->r.cookie_write, w,
-			     &c->tx->sw.send_waiting, deadline);
+			     &c->tx->sw.send_waiting, &c->tx->sw.send_seen, deadline);
 }
 
 /* The connection is over (the VI left Connected under its queue locks):
