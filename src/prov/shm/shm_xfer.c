@@ -414,8 +414,10 @@ static bool wake_once(_Atomic uint32_t *word, _Atomic uint32_t *waiting,
 {
 	uint32_t n = atomic_load(waiting), s;
 
-	if (!n)
+	if (!n) {
+		w->valid = false;       /* no sleeper: the next one is new */
 		return false;
+	}
 	s = atomic_load_explicit(seen, memory_order_relaxed);
 	if (n == 1 && w->valid && w->seen == s)
 		return false;
