@@ -172,7 +172,8 @@ struct vd_req {
 struct vd_unexp {
 	struct vd_msg hdr;
 	int peer;                       /* world rank it came from */
-	void *payload;                  /* EAGER: malloc'ed copy */
+	void *payload;                  /* EAGER: a copy from vd_payload_alloc
+	                                 * (freed with vd_payload_free only) */
 	struct vd_unexp *next;
 };
 

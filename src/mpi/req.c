@@ -17,12 +17,12 @@ static uint32_t nreqs, cap;
 static uint32_t *freelist, nfree;
 
 /* A standard send whose message went into the ring as it started is
- * complete from the start: MPI_Isend hands out this one
- * shared request for it (VD_REQ_SENT) instead of one of its own --
- * nothing to take, clear or give back, a sixth of a small windowed
- * send's time -- as Open MPI's ob1 does for its inline sends.  Waits and
- * tests see a complete send with an empty status; releasing it does
- * nothing; the message handlers pass over it (done). */
+ * complete from the start: MPI_Isend hands out this one shared request
+ * for it (VD_REQ_SENT) instead of one of its own -- nothing to take,
+ * clear or give back, a sixth of a small windowed send's time -- as Open
+ * MPI's ob1 does for its inline sends.  Waits and tests see a complete
+ * send with a zeroed status, as for any send; releasing it does nothing;
+ * the message handlers pass over it (done). */
 static struct vd_req sent_req = { .kind = VD_REQ_SEND, .id = VD_REQ_SENT, .done = true };
 
 static struct vd_req *posted_head, **posted_tail = &posted_head;
