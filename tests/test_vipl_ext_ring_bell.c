@@ -15,7 +15,6 @@
  *    in order.
  */
 #include <stdatomic.h>
-#include <time.h>
 
 #include "viptest.h"
 #include "vipl/vipl_internal.h"
@@ -31,16 +30,9 @@ static bool await_armed(VIP_VI_HANDLE vh)
 {
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
 	struct vd_cq_ring *rcq = vi && vi->conn ? ((struct vd_shm_conn *)vi->conn)->peer_rcq : NULL;
-	uint64_t give_up = vt_now_ms() + 10000;
-	struct timespec settle = { 0, 2000000 };
 
 	VDT_CHECK(rcq != NULL);
-	if (!rcq)
-		return false;
-	while (!atomic_load(&rcq->c.waiting) && vt_now_ms() < give_up)
-		;
-	nanosleep(&settle, NULL);           /* into its futex */
-	return atomic_load(&rcq->c.waiting) != 0;
+	return rcq && vt_await_sleeper(&rcq->c.waiting);
 }
 
 static int sender(void *arg)

@@ -14,7 +14,6 @@
  */
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
 #include "viptest.h"
 #include "vipl/vipl_internal.h"
@@ -31,16 +30,9 @@ static bool await_armed(VIP_VI_HANDLE vh)
 {
 	struct vd_vi *vi = vd_obj_lookup(vh, VD_OBJ_VI);
 	struct vd_shm_conn *c = vi ? vi->conn : NULL;
-	uint64_t give_up = vt_now_ms() + 10000;
-	struct timespec settle = { 0, 2000000 };
 
 	VDT_CHECK(c != NULL);
-	if (!c)
-		return false;
-	while (!atomic_load(&c->tx->rw.recv_waiting) && vt_now_ms() < give_up)
-		;
-	nanosleep(&settle, NULL);           /* into its futex */
-	return atomic_load(&c->tx->rw.recv_waiting) != 0;
+	return c && vt_await_sleeper(&c->tx->rw.recv_waiting);
 }
 
 static void send_burst(VIP_VI_HANDLE vi, struct vt_mem *dm, struct vt_mem *sb, uint32_t *seq)

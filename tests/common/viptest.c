@@ -521,6 +521,17 @@ uint64_t vt_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+bool vt_await_sleeper(_Atomic uint32_t *count)
+{
+	uint64_t give_up = vt_now_ms() + 10000;
+	struct timespec settle = { 0, 2000000 };
+
+	while (!atomic_load(count) && vt_now_ms() < give_up)
+		;
+	nanosleep(&settle, NULL);
+	return atomic_load(count) != 0;
+}
+
 static inline uint8_t vt_pat(size_t i, uint32_t seed)
 {
 	uint32_t x = (uint32_t)i * 2654435761u + seed * 40503u;

@@ -15,6 +15,8 @@
 #ifndef VIADUCT_TESTS_VIPTEST_H
 #define VIADUCT_TESTS_VIPTEST_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -169,6 +171,10 @@ int vt_count_viaduct_files(void);
 
 /* ---- misc ---------------------------------------------------------------- */
 uint64_t vt_now_ms(void);
+/* White-box tests of wake-ups: wait (10 s at most) until a peer's
+ * shared waiter count is non-zero, then 2 ms more for the waiter to
+ * reach its futex.  True if it is still armed. */
+bool vt_await_sleeper(_Atomic uint32_t *count);
 /* Fill / check a pattern that depends on (seed, offset); check returns the
  * first bad offset or -1. */
 void vt_fill(void *p, size_t len, uint32_t seed);
