@@ -385,8 +385,9 @@ void vd_recv_open(struct vd_req *r);
 bool vd_recv_busy(void);
 bool vd_unpost_recv(struct vd_req *r);
 struct vd_unexp *vd_unexp_add(int peer, const struct vd_msg *m, const void *payload, size_t plen);
-/* An unexpected message's payload buffer (n > 0), and its release (NULL
- * allowed).  NULL when out of memory. */
+/* A message buffer of n bytes -- an unexpected message's payload, a
+ * message waiting for ring space -- kept for reuse up to 32 KiB (req.c),
+ * and its release (NULL allowed).  NULL when out of memory. */
 void *vd_payload_alloc(size_t n);
 void vd_payload_free(void *p);
 /* First unexpected message matching; `take` removes it (caller frees
