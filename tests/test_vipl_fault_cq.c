@@ -9,7 +9,8 @@
  *   2. claims 1000 completions its connection never had, and signals
  *      them;
  *   3. keeps the "owner is asleep" word at zero while the honest sender
- *      sends one message to a sleeping victim.
+ *      sends one message to a sleeping victim;
+ *   4. keeps the "someone rang already" word set, likewise.
  * The victim must never crash or hang, every CQ event must have a
  * completed descriptor behind it, every honest message must arrive, the
  * forging connection (only it) must break, and the sleeping victim must
@@ -116,6 +117,11 @@ static int victim(void *arg)
 	printf("ok: woke %llu ms after the attacker hid the sleeper\n",
 	       (unsigned long long)(vt_now_ms() - t0));
 	VDT_CHECK(vt_sync(vt_fd) == 0);
+	t0 = vt_now_ms();               /* 4: asleep, "rung" kept at 1 */
+	drain(&v, 27, 5000);
+	printf("ok: woke %llu ms after the attacker claimed the bell rung\n",
+	       (unsigned long long)(vt_now_ms() - t0));
+	VDT_CHECK(vt_sync(vt_fd) == 0);
 	VipDisconnect(v.vi_h);
 	VipDisconnect(v.vi_x);
 	VipDestroyVi(v.vi_h);
@@ -205,6 +211,14 @@ static int attacker(void *arg)
 	}
 	for (int i = 0; i < 50; i++)
 		atomic_store(&cx->peer_rcq->c.waiting, 0);
+	send_honest(&s, 1);
+	VDT_CHECK(vt_sync(vt_fd) == 0);
+
+	for (int i = 0; i < 300; i++) {                 /* 4: ~0.3 s */
+		atomic_store(&cx->peer_rcq->c.rung, 1);
+		usleep(1000);
+	}
+	atomic_store(&cx->peer_rcq->c.rung, 1);
 	send_honest(&s, 1);
 	VDT_CHECK(vt_sync(vt_fd) == 0);
 	VipDisconnect(s.vi_h);
