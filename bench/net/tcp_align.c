@@ -83,13 +83,6 @@ static int tcp_pair(int fds[2])
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The child echoes every round of every distance; both ends know the plan. */
 static int echo_side(int fd, char *out, char *in, size_t bytes)
 {
@@ -108,7 +101,7 @@ static int measure_side(int fd, char *out, char *in, size_t bytes)
 		printf(" %u", dists[d]);
 	printf("\n ");
 	for (unsigned d = 0; d < NDIST; d++) {
-		double half[RUNS];
+		struct samples half = { .n = 0 };
 
 		for (int r = -1; r < RUNS; r++) {
 			uint64_t t0 = now_ns();
@@ -116,10 +109,9 @@ static int measure_side(int fd, char *out, char *in, size_t bytes)
 			if (trips(fd, out, in + dists[d], bytes, TRIPS, 1))
 				return -1;
 			if (r >= 0)
-				half[r] = (double)(now_ns() - t0) / TRIPS / 2 / 1000;
+				samples_add(&half, (double)(now_ns() - t0) / TRIPS / 2 / 1000);
 		}
-		qsort(half, RUNS, sizeof(half[0]), cmp_double);
-		printf(" %7.1f", half[RUNS / 2]);
+		printf(" %7.1f", samples_median(&half));
 	}
 	printf("\n");
 	return 0;
