@@ -104,6 +104,18 @@ if "$PY" "$BENCH/hosts_table.py" "$T/plain.csv" >"$T/out" 2>&1 && ! grep -q 'Tab
 	ok "hosts_table.py without Table 4's runs"
 else bad "hosts_table.py without Table 4's runs:"; sed 's/^/     | /' "$T/out"; fi
 
+# The floors beside the libraries: raw TCP where it measured the size,
+# libfabric's fi_pingpong at every size, each with viaduct's ratio to it.
+printf 'section,case,x,metric,value\nlatency,viaduct,8,half_rtt_us,12\nlatency,openmpi,8,half_rtt_us,10\nlatency,viaduct,1024,half_rtt_us,15\nlatency,openmpi,1024,half_rtt_us,16\nlatency,tcp,1024,half_rtt_us,10\nlatency,fabric,8,half_rtt_us,8\nlatency,fabric,1024,half_rtt_us,12\n' >"$T/floors.csv"
+if "$PY" "$BENCH/hosts_table.py" "$T/floors.csv" >"$T/out" 2>&1; then
+	expect "hosts_table.py: the floors' columns" "$(grep -m1 'size ' "$T/out")" \
+		'raw TCP +fi_pp +vd/best +vd/TCP +vd/fi_pp$'
+	expect "hosts_table.py: fi_pp alone where TCP did not measure" "$(grep -m1 ' 8 B ' "$T/out")" \
+		'12\.00 +10\.00 +- +8\.00 +1\.20 +MISS +- +1\.50$'
+	expect "hosts_table.py: both floors' ratios" "$(grep -m1 ' 1 KiB ' "$T/out")" \
+		'15\.00 +16\.00 +10\.00 +12\.00 +0\.94 +1\.50 +1\.25$'
+else bad "hosts_table.py with the floors:"; sed 's/^/     | /' "$T/out"; fi
+
 # --- report.py: one host, the cases run.sh writes
 csv=$T/mpi.csv
 {

@@ -7,7 +7,8 @@
 # The programs of bench/mpi/run.sh (latency, bw, bibw, allreduce), built
 # with viaduct's vdcc, mpicc.openmpi and mpicc.mpich, run between two
 # "hosts" made of Linux namespaces on this machine (as root), next to the
-# raw TCP floor (build/bench/tcp_floor) between the same two hosts.
+# raw TCP floor (build/bench/tcp_floor) and libfabric's own ping-pong
+# (fi_pingpong, Debian libfabric-bin) between the same two hosts.
 #
 # Usage: bench/mpi/hosts.sh BUILD_DIR [--quick] [--rounds N] [--impl LIST]
 #                           [--no-install] [--no-table4]
@@ -48,8 +49,9 @@
 # hostnames every rank reports; a library whose check fails is not measured.
 #
 # Writes BUILD_DIR/bench-results/mpi-hosts.csv (rows section,case,x,
-# metric,value as bench/mpi/run.sh; cases viaduct, openmpi, mpich, tcp and
-# *_n4 for 4 ranks) and logs under BUILD_DIR/bench-results/mpi-hosts/.
+# metric,value as bench/mpi/run.sh; cases viaduct, openmpi, mpich, tcp,
+# fabric (libfabric's fi_pingpong) and *_n4 for 4 ranks) and logs under
+# BUILD_DIR/bench-results/mpi-hosts/.
 # Everything it set up (namespaces, processes in them) goes on exit.
 #
 # Exit status: 0 when every attempted run succeeded; 1 if a run or a check
@@ -170,6 +172,14 @@ if want viaduct; then
 fi
 TCP=1
 [ -x "$TCP_FLOOR" ] || { note "no $TCP_FLOOR (make build): no raw TCP column"; TCP=0; }
+# libfabric's own ping-pong over the provider viaduct runs on: the floor
+# of what any MPI over that fabric can reach.
+FI_PROV=${OFI_PROVIDER:-net}
+[ -n "$OFI_PROVIDER" ] || fi_info -p net >/dev/null 2>&1 || FI_PROV=tcp
+FABRIC=1
+command -v fi_pingpong >/dev/null || { [ $INSTALL = 1 ] && apt_install libfabric-bin; }
+command -v fi_pingpong >/dev/null ||
+	{ note "no fi_pingpong (Debian: libfabric-bin): no libfabric column"; FABRIC=0; }
 if [ -z "$IMPLS" ]; then note "no MPI library to run"; exit 0; fi
 
 # ---------------------------------------------------------------- build
@@ -385,6 +395,7 @@ context run kernel "$(uname -sr)"
 context run load_before "$(cut -d' ' -f1-3 /proc/loadavg)"
 context run date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 context run viaduct_ofi_provider "${OFI_PROVIDER:-(viaduct default)}"
+[ $FABRIC = 1 ] && context run fabric_provider "$FI_PROV"
 context run mode "${QUICK:-full}, $ROUNDS round(s)"
 [ -n "${MPI_HOSTS_ENV:-}" ] && context run extra_env "$MPI_HOSTS_ENV"
 context run hosts "$NS_A $IP_A <-> $NS_B $IP_B, veth, own net+uts+ipc namespaces"
@@ -430,9 +441,52 @@ tcp_floor() {
 	wait "$sp" 2>/dev/null
 }
 
+# The latency program's sizes (bench/mpi/common.c, next_size).
+latency_sizes() {
+	local s=0
+	while [ $s -le $((4 << 20)) ]; do
+		echo $s
+		if [ $s = 0 ]; then s=1
+		elif [ -n "$QUICK" ] && [ $s != 4 ] && [ $s != 8 ]; then s=$((s * 4))
+		else s=$((s * 2)); fi
+	done
+}
+
+# fabric_floor ROUND: fi_pingpong (rdm, the provider viaduct uses, its own
+# "usec/xfer", a half round trip) at the latency sizes, 1 B for 0 B, as
+# rows of section latency, case fabric.
+fabric_floor() {
+	local log=$WORK/logs/fabric-$1.log s n iters sp us
+	quiet "fi_pingpong"
+	: >"$log"
+	for s in $(latency_sizes); do
+		n=$((s > 0 ? s : 1))
+		iters=$(((64 << 20) / n))
+		[ $iters -gt 2000 ] && iters=2000
+		[ $iters -lt 50 ] && iters=50
+		in_host B taskset -c 1 timeout 60 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
+			-I "$iters" >/dev/null 2>&1 &
+		sp=$!
+		sleep 0.3
+		us=$(in_host A timeout 60 taskset -c 0 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
+			-I "$iters" "$IP_B" 2>>"$log" | tee -a "$log" | awk 'END { print $7 }')
+		wait "$sp" 2>/dev/null
+		if [[ $us =~ ^[0-9.]+$ ]]; then
+			echo "latency,fabric,$s,half_rtt_us,$us" >>"$CSV"
+		else
+			note "FAILED: fi_pingpong -p $FI_PROV at $n bytes (log $log)"
+			FAILED=1
+			return
+		fi
+	done
+	echo
+	echo "# libfabric's fi_pingpong over $FI_PROV, round $1: see $log"
+}
+
 for prog in $PROGS; do
 	for round in $(seq "$ROUNDS"); do
 		[ "$prog" = latency ] && [ $TCP = 1 ] && tcp_floor "$round"
+		[ "$prog" = latency ] && [ $FABRIC = 1 ] && fabric_floor "$round"
 		for impl in ${IMPLS//,/ }; do run "$impl" 2 "$prog"; done
 		if [ "$prog" = allreduce ]; then
 			for impl in ${IMPLS4//,/ }; do run "$impl" 4 "$prog"; done

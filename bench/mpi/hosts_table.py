@@ -4,9 +4,11 @@
 
     /usr/bin/python3 bench/mpi/hosts_table.py [--markdown] [--sizes LIST] [--best] mpi-hosts.csv
 
-One table per test: viaduct, Open MPI, MPICH and the raw TCP floor where
-it measured the same thing (latency at 0 B (1 B for TCP), 4 B and 1 KiB;
-one-way bandwidth at 64 KiB, 1 MiB and 4 MiB), then viaduct / the better
+One table per test: viaduct, Open MPI, MPICH and the floors where they
+measured the same thing -- raw TCP (latency at 0 B (1 B for TCP), 4 B and
+1 KiB; one-way bandwidth at 64 KiB, 1 MiB and 4 MiB) and libfabric's own
+fi_pingpong over the provider viaduct runs on (latency at every size,
+1 B for 0 B) -- then viaduct / the better
 of Open MPI and MPICH (latency: > 1 is slower; bandwidth: < 1 is slower)
 and a mark where viaduct misses, i.e. is more than 10 % worse than the
 better peer.  Where a size was measured in several rounds, the median
@@ -32,21 +34,27 @@ PEERS = (("openmpi", "Open MPI"), ("mpich", "MPICH"))
 MISS = 1.10   # viaduct misses: worse than the better peer by more than 10 %
 
 TESTS = (
-    # section, case suffix, metric, title, unit, lower is better, raw TCP column
+    # section, case suffix, metric, title, unit, lower is better, raw TCP
+    # and libfabric columns
     ("latency", "", "half_rtt_us", "Latency, half round trip (2 ranks, one per host)", "us", True, True),
     ("bw", "", "mb_per_s", "Windowed bandwidth rank 0 -> 1 (64 x MPI_Isend)", "MB/s", False, True),
     ("bibw", "", "mb_per_s", "Bidirectional bandwidth (64 x MPI_Isend each way)", "MB/s", False, False),
     ("allreduce", "", "usec", "MPI_Allreduce, 2 ranks (one per host)", "us", True, False),
     ("allreduce", "_n4", "usec", "MPI_Allreduce, 4 ranks (two per host, not pinned)", "us", True, False),
 )
+# The floors measured beside the libraries: case in the CSV, column title,
+# ratio column title.
+FLOORS = (("tcp", "raw TCP", "vd/TCP"), ("fabric", "fi_pp", "vd/fi_pp"))
 
 
 def table(data, test, markdown, only=None):
-    section, suffix, metric, title, unit, lower, with_tcp = test
+    section, suffix, metric, title, unit, lower, with_floors = test
     vd = data.get((section, "viaduct" + suffix, metric), {})
     peers = [(k, n, data.get((section, k + suffix, metric), {})) for k, n in PEERS]
     peers = [p for p in peers if p[2]]
-    tcp = data.get((section, "tcp", metric), {}) if with_tcp else {}
+    floors = [(data.get((section, k, metric), {}), n, rn) for k, n, rn in FLOORS] \
+        if with_floors else []
+    floors = [f for f in floors if f[0]]
     sizes = sorted(set(vd).union(*[p[2].keys() for p in peers]))
     if only:
         sizes = [s for s in sizes if s in only]
@@ -56,12 +64,11 @@ def table(data, test, markdown, only=None):
     if vd:
         cols.append(("viaduct", 9))
     cols += [(n, 9) for _, n, _ in peers]
-    if tcp:
-        cols.append(("raw TCP", 9))
+    cols += [(n, 9) for _, n, _ in floors]
     if vd and peers:
         cols += [("vd/best", 8), ("", 5)]
-    if vd and tcp:
-        cols.append(("vd/TCP", 7))
+    if vd:
+        cols += [(rn, 8) for _, _, rn in floors]
     rows = []
     for s in sizes:
         r = [size_name(s)]
@@ -70,9 +77,7 @@ def table(data, test, markdown, only=None):
             r.append(fmt(v))
         pv = [p[2].get(s) for p in peers]
         r += [fmt(x) for x in pv]
-        t = tcp.get(s)
-        if tcp:
-            r.append(fmt(t))
+        r += [fmt(f.get(s)) for f, _, _ in floors]
         if vd and peers:
             got = [x for x in pv if x]
             best = (min(got) if lower else max(got)) if got else None
@@ -80,8 +85,8 @@ def table(data, test, markdown, only=None):
             r.append(fmt(q))
             miss = q is not None and (q > MISS if lower else q < 1 / MISS)
             r.append("MISS" if miss else "")
-        if vd and tcp:
-            r.append(fmt(ratio(v, t)))
+        if vd:
+            r += [fmt(ratio(v, f.get(s))) for f, _, _ in floors]
         rows.append(r)
     how = "lower is better" if lower else "higher is better"
     title = "%s, %s (%s)" % (title, unit, how)
@@ -142,7 +147,8 @@ def main():
         "best round per size" if args.best else "median of the rounds per size"))
     if not args.markdown:
         print("(vd/best = viaduct / the better of Open MPI and MPICH; MISS: viaduct more "
-              "than 10 % worse; raw TCP: tcp_floor, 1 B for 0 B)\n")
+              "than 10 % worse; raw TCP: tcp_floor, 1 B for 0 B; fi_pp: libfabric's own\n"
+              " fi_pingpong over the provider viaduct uses, 1 B for 0 B)\n")
     else:
         print()
     for test in TESTS:
