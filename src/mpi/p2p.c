@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -203,6 +204,8 @@ int vd_isend_type(const void *buf, int count, struct vd_dtype *t, int dest, int 
 	r->hdr.ctx = ctx;
 	r->hdr.src = comm->rank;
 	r->hdr.tag = tag;
+	if (r->bytes > INT_MAX)         /* a collective's own send: see check_send */
+		return vd_req_complete(r, MPI_ERR_COUNT), 0;
 	if (r->t->contig || !r->bytes) {
 		r->data = (void *)buf;
 	} else {
@@ -329,18 +332,6 @@ static MPI_Status *status_at(MPI_Status *sts, int i)
 	return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
 }
 
-int vd_waitall(int n, MPI_Request *reqs, MPI_Status *sts)
-{
-	int err = MPI_SUCCESS;
-
-	for (int i = 0; i < n; i++) {
-		int e = vd_wait(&reqs[i], status_at(sts, i));
-		if (e != MPI_SUCCESS)
-			err = MPI_ERR_IN_STATUS;
-	}
-	return err;
-}
-
 /* ---- checks ------------------------------------------------------------------------- */
 
 /* *t: dt's type, for the caller to use without looking it up again. */
@@ -359,11 +350,28 @@ static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datat
 	return MPI_SUCCESS;
 }
 
+/* Counts and statuses hold 31 bits of byte count (docs/mpi.md, "Known
+ * limits"): a larger message is refused, said why, rather than sent and
+ * received short. */
+static int check_length(int count, const struct vd_dtype *t)
+{
+	size_t bytes;
+
+	if (!__builtin_mul_overflow((size_t)count, (size_t)t->size, &bytes) && bytes <= INT_MAX)
+		return MPI_SUCCESS;
+	fprintf(stderr, "viaduct MPI: rank %d: a message of %d elements of %zu bytes: "
+		"messages over 2 GiB (%d bytes) are not supported\n", vd_mpi.rank, count,
+		(size_t)t->size, INT_MAX);
+	return MPI_ERR_COUNT;
+}
+
 static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
 		      int dest, int tag, struct vd_dtype **t)
 {
 	int e = check_common(c, buf, count, dt, t);
 
+	if (!e && dest != MPI_PROC_NULL)
+		e = check_length(count, *t);
 	if (e)
 		return e;
 	if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size))
@@ -565,13 +573,26 @@ int PMPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int 
 		 MPI_Comm comm, MPI_Status *st)
 {
 	VD_API_GUARD();
+	struct vd_comm *c = vd_comm_get(comm);
 	MPI_Request r[2];
-	int e = PMPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
+	int e;
 
+	VD_MPI_CHECK_RUNNING("MPI_Sendrecv");
+	/* Both halves checked before either starts: a receive posted for a
+	 * send that then fails its checks would wait for a message the
+	 * peer, failing the same way, never sends. */
+	e = vd_p2p_check_send(c, sbuf, scount, sdt, dest, stag);
+	if (!e)
+		e = vd_p2p_check_recv(c, rbuf, rcount, rdt, source, rtag);
+	if (e)
+		return vd_mpi_raise(comm, e, "MPI_Sendrecv");
+	e = PMPI_Irecv(rbuf, rcount, rdt, source, rtag, comm, &r[0]);
 	if (e)
 		return e;
 	e = PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &r[1]);
 	if (e) {
+		/* Unmatched, the receive goes; matched, it ends as it may. */
+		PMPI_Cancel(&r[0]);
 		vd_wait(&r[0], MPI_STATUS_IGNORE);
 		return e;
 	}
@@ -637,6 +658,37 @@ static int owner_raise(struct req_owner o, int code, const char *fn)
 	return vd_mpi_raise(o.comm, code, fn);
 }
 
+/* Wait for every request; a failed one's error goes into its status
+ * (an invalid handle's too).  *failed: the owner of the first that
+ * failed, whose error handler judges MPI_ERR_IN_STATUS -- taken before
+ * the request completes (completion frees it); the requests before it
+ * may be null or the shared completed send, which own nothing. */
+static int waitall_judged(int n, MPI_Request reqs[], MPI_Status *sts, struct req_owner *failed)
+{
+	int err = MPI_SUCCESS;
+
+	for (int i = 0; i < n; i++) {
+		struct req_owner o = req_owner(reqs[i]);
+		int e = vd_wait(&reqs[i], status_at(sts, i));
+
+		if (e == MPI_SUCCESS)
+			continue;
+		if (sts != MPI_STATUSES_IGNORE)
+			sts[i].MPI_ERROR = e;
+		if (!err)
+			*failed = o;
+		err = MPI_ERR_IN_STATUS;
+	}
+	return err;
+}
+
+int vd_waitall(int n, MPI_Request *reqs, MPI_Status *sts)
+{
+	struct req_owner failed;
+
+	return waitall_judged(n, reqs, sts, &failed);
+}
+
 #pragma weak MPI_Wait = PMPI_Wait
 int PMPI_Wait(MPI_Request *req, MPI_Status *st)
 {
@@ -657,8 +709,10 @@ int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 	VD_MPI_CHECK_RUNNING("MPI_Waitall");
 	if (n < 0 || (n && !reqs))
 		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall");
-	struct req_owner o = req_owner(n ? reqs[0] : MPI_REQUEST_NULL);
-	return owner_raise(o, vd_waitall(n, reqs, sts), "MPI_Waitall");
+	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
+	int e = waitall_judged(n, reqs, sts, &failed);
+
+	return owner_raise(failed, e, "MPI_Waitall");
 }
 
 #pragma weak MPI_Test = PMPI_Test
@@ -791,8 +845,10 @@ int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
 		}
 	}
 	*flag = 1;
-	struct req_owner o = req_owner(n ? reqs[0] : MPI_REQUEST_NULL);
-	return owner_raise(o, vd_waitall(n, reqs, sts), "MPI_Testall");
+	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
+	int e = waitall_judged(n, reqs, sts, &failed);
+
+	return owner_raise(failed, e, "MPI_Testall");
 }
 
 /* The finished ones among reqs (all, if some are finished); null and

@@ -583,12 +583,16 @@ void vd_proto_rdma_written(uint32_t rreq)
 
 static void match_status(struct vd_req *r, const struct vd_msg *m)
 {
-	size_t len = (size_t)m->len;
+	size_t len = (size_t)m->len, n = len < r->bytes ? len : r->bytes;
 
+	/* Beyond 31 bits only from a peer that ignores p2p.c's check_length: its
+	 * excess counts as truncated. */
+	if (n > INT_MAX)
+		n = INT_MAX;
 	r->st.MPI_SOURCE = m->src;
 	r->st.MPI_TAG = m->tag;
-	r->err = len > r->bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-	r->st.vd_count_lo = (int)(len > r->bytes ? r->bytes : len);
+	r->err = len > n ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+	r->st.vd_count_lo = (int)n;
 	r->st.vd_count_hi_cancelled = 0;
 }
 

@@ -7,6 +7,8 @@
  * end the whole job with a non-zero status (the runner checks); if the call
  * returns instead, the program exits 0 -- which the runner reports.
  */
+#include <limits.h>
+
 #include "mpitest.h"
 
 /* Run `call`, expect error class `cls`. */
@@ -48,6 +50,65 @@ static void test_p2p_args(void)
 	CHECK(q == MPI_REQUEST_NULL, "failed Isend/Irecv created a request");
 	/* Bsend with no buffer attached has nowhere to buffer. */
 	EXPECT(MPI_ERR_BUFFER, MPI_Bsend(buf, 8, MPI_INT, 0, 0, MPI_COMM_WORLD));
+	/* Sendrecv checks its send before it posts its receive: every rank
+	 * fails the same way, and none waits for the others' messages. */
+	EXPECT(MPI_ERR_COUNT, MPI_Sendrecv(buf, -1, MPI_INT, 0, 0, buf + 4, 1, MPI_INT, 0, 0,
+					   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	EXPECT(MPI_ERR_RANK, MPI_Sendrecv(buf, 1, MPI_INT, n, 0, buf + 4, 1, MPI_INT, 0, 0,
+					  MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	EXPECT(MPI_ERR_TYPE, MPI_Sendrecv(buf, 1, MPI_DATATYPE_NULL, 0, 0, buf + 4, 1, MPI_INT,
+					  0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+	/* Messages over 2 GiB are refused before a byte is read (docs/mpi.md,
+	 * "Known limits"), not sent and received short. */
+	EXPECT(MPI_ERR_COUNT, MPI_Send(buf, 1 << 30, MPI_INT, 0, 0, MPI_COMM_WORLD));
+	EXPECT(MPI_ERR_COUNT, MPI_Isend(buf, INT_MAX, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &q));
+	CHECK(q == MPI_REQUEST_NULL, "a refused Isend created a request");
+}
+
+/* MPI_Waitall and MPI_Testall raise MPI_ERR_IN_STATUS on the failed
+ * request's communicator, whatever comes first in the array: the shared
+ * handle of a send complete as it started, and MPI_REQUEST_NULL, belong
+ * to none.  WORLD's handler is fatal meanwhile, the failing one's not. */
+static void test_completion_errors(void)
+{
+	int peer = (mt_rank ^ 1) < mt_size ? mt_rank ^ 1 : mt_rank;
+	int big[4] = { 1, 2, 3, 4 }, small[2], x = 7, y = 0;
+	MPI_Request q[3];
+	MPI_Status st[3];
+	MPI_Comm d;
+
+	mt_phase = "completion_errors";
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &d));
+	MPI_OK(MPI_Sendrecv(&x, 1, MPI_INT, peer, 9, &y, 1, MPI_INT, peer, 9, d,
+			    MPI_STATUS_IGNORE));        /* connected: Isend takes the ring */
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+	for (int k = 0; k < 4; k++) {                   /* Waitall/Testall, send/null first */
+		int rc, flag = 0;
+
+		q[0] = MPI_REQUEST_NULL;
+		if (k & 1)
+			MPI_OK(MPI_Isend(&x, 1, MPI_INT, peer, 3, d, &q[0]));
+		MPI_OK(MPI_Irecv(small, 2, MPI_INT, peer, 1, d, &q[1]));
+		MPI_OK(MPI_Isend(big, 4, MPI_INT, peer, 1, d, &q[2]));
+		if (k < 2)
+			rc = MPI_Waitall(3, q, st);
+		else
+			while ((rc = MPI_Testall(3, q, &flag, st)) == MPI_SUCCESS && !flag)
+				;
+		CHECK(rc == MPI_ERR_IN_STATUS && st[1].MPI_ERROR == MPI_ERR_TRUNCATE,
+		      "%s, %s first: rc %d, the receive's error %d", k < 2 ? "Waitall" : "Testall",
+		      k & 1 ? "a send" : "MPI_REQUEST_NULL", rc, st[1].MPI_ERROR);
+		if (k & 1)
+			MPI_OK(MPI_Recv(&y, 1, MPI_INT, peer, 3, d, MPI_STATUS_IGNORE));
+	}
+	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+	MPI_OK(MPI_Comm_free(&d));
+	/* An invalid handle's error lands in its status too. */
+	q[0] = (MPI_Request)0x3fffffff;
+	q[1] = MPI_REQUEST_NULL;
+	st[0].MPI_ERROR = -77;
+	CHECK(MPI_Waitall(2, q, st) == MPI_ERR_IN_STATUS && st[0].MPI_ERROR == MPI_ERR_REQUEST,
+	      "Waitall over an invalid handle: its status's error %d", st[0].MPI_ERROR);
 }
 
 static void test_type_args(void)
@@ -286,6 +347,7 @@ int main(int argc, char **argv)
 		return fatal_mode();
 	MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
 	test_p2p_args();
+	test_completion_errors();
 	test_type_args();
 	test_comm_args();
 	test_coll_args();
