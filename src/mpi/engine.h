@@ -213,6 +213,23 @@ int vd_bsend(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
  * an empty one for a null or inactive request. */
 void vd_req_status(const struct vd_req *r, MPI_Status *st);
 void vd_empty_status(MPI_Status *st);
+/* A blocking wait's state (vd_wait_step). */
+struct vd_idle {
+	unsigned polls;                 /* polls that found nothing */
+	uint64_t since_ns;              /* when the spin began */
+	bool sleeping;                  /* spun out: every step sleeps */
+};
+/* One step of a blocking wait: progress, and sleep once the spin is
+ * over (p2p.c). */
+void vd_wait_step(struct vd_idle *idle);
+/* Hand back a finished request: its status and error, the handle reset
+ * (a persistent request stays, inactive). */
+int vd_req_finish(MPI_Request *req, struct vd_req *r, MPI_Status *st);
+/* Element i of a status array, or MPI_STATUS_IGNORE. */
+static inline MPI_Status *vd_status_at(MPI_Status *sts, int i)
+{
+	return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+}
 /* How long a blocking wait polls before it sleeps (VIADUCT_MPI_SPIN_US). */
 uint64_t vd_spin_budget_ns(void);
 /* The same for a node-local collective's wait (coll_shm.c): 0 when the

@@ -13,18 +13,10 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "win.h"
 #include "util/sys.h"
 
 
 /* ---- waiting ---------------------------------------------------------------------- */
-
-/* A blocking wait's state. */
-struct vd_idle {
-	unsigned polls;                 /* polls that found nothing */
-	uint64_t since_ns;              /* when the spin began */
-	bool sleeping;                  /* spun out: every step sleeps */
-};
 
 /* How long a blocking wait polls before it sleeps in the CQs
  * (VIADUCT_MPI_SPIN_US).  Time, not a count of polls: a poll costs tens
@@ -156,7 +148,7 @@ static bool keep_polling(uint64_t now, uint64_t spun)
 
 /* One step of a blocking wait: poll; once nothing has come for the spin
  * budget, sleep in the CQs.  The clock is read every 8th idle poll. */
-static void wait_step(struct vd_idle *idle)
+void vd_wait_step(struct vd_idle *idle)
 {
 	bool block = idle->sleeping;
 
@@ -277,7 +269,7 @@ void vd_req_status(const struct vd_req *r, MPI_Status *st)
 
 /* Hand back a finished request: status, error, handle reset -- except
  * for a persistent request, which stays allocated (inactive). */
-static int finish(MPI_Request *req, struct vd_req *r, MPI_Status *st)
+int vd_req_finish(MPI_Request *req, struct vd_req *r, MPI_Status *st)
 {
 	int err = r->err;
 
@@ -315,8 +307,8 @@ int vd_wait(MPI_Request *req, MPI_Status *st)
 	if (!r)
 		return MPI_ERR_REQUEST;
 	while (!vd_req_ready(r))
-		wait_step(&idle);
-	return finish(req, r, st);
+		vd_wait_step(&idle);
+	return vd_req_finish(req, r, st);
 }
 
 void vd_wait_until(bool (*pred)(void *), void *arg)
@@ -324,12 +316,7 @@ void vd_wait_until(bool (*pred)(void *), void *arg)
 	struct vd_idle idle = { 0 };
 
 	while (!pred(arg))
-		wait_step(&idle);
-}
-
-static MPI_Status *status_at(MPI_Status *sts, int i)
-{
-	return sts == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &sts[i];
+		vd_wait_step(&idle);
 }
 
 /* ---- checks ------------------------------------------------------------------------- */
@@ -628,369 +615,6 @@ int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
 	return e;
 }
 
-/* ---- MPI: completion ------------------------------------------------------------------- */
-
-/* Whose error handler judges a request's error: its window's for a
- * one-sided operation, else its communicator's (MPI_COMM_WORLD's when it
- * has neither).  Taken before the request completes: completion frees
- * it. */
-struct req_owner {
-	MPI_Comm comm;
-	MPI_Win win;
-};
-
-static struct req_owner req_owner(MPI_Request req)
-{
-	struct vd_req *r = vd_req_get(req);
-	struct req_owner o = { MPI_COMM_WORLD, MPI_WIN_NULL };
-
-	if (r && r->kind == VD_REQ_RMA && r->win != MPI_WIN_NULL)
-		o.win = r->win;
-	else if (r && r->comm)
-		o.comm = r->comm;
-	return o;
-}
-
-static int owner_raise(struct req_owner o, int code, const char *fn)
-{
-	if (o.win != MPI_WIN_NULL)
-		return vd_win_raise(vd_win_get(o.win), code, fn);
-	return vd_mpi_raise(o.comm, code, fn);
-}
-
-/* Wait for every request; a failed one's error goes into its status
- * (an invalid handle's too).  *failed: the owner of the first that
- * failed, whose error handler judges MPI_ERR_IN_STATUS -- taken before
- * the request completes (completion frees it); the requests before it
- * may be null or the shared completed send, which own nothing. */
-static int waitall_judged(int n, MPI_Request reqs[], MPI_Status *sts, struct req_owner *failed)
-{
-	int err = MPI_SUCCESS;
-
-	for (int i = 0; i < n; i++) {
-		struct req_owner o = req_owner(reqs[i]);
-		int e = vd_wait(&reqs[i], status_at(sts, i));
-
-		if (e == MPI_SUCCESS)
-			continue;
-		if (sts != MPI_STATUSES_IGNORE)
-			sts[i].MPI_ERROR = e;
-		if (!err)
-			*failed = o;
-		err = MPI_ERR_IN_STATUS;
-	}
-	return err;
-}
-
-int vd_waitall(int n, MPI_Request *reqs, MPI_Status *sts)
-{
-	struct req_owner failed;
-
-	return waitall_judged(n, reqs, sts, &failed);
-}
-
-#pragma weak MPI_Wait = PMPI_Wait
-int PMPI_Wait(MPI_Request *req, MPI_Status *st)
-{
-	VD_API_GUARD();
-	struct req_owner o;
-
-	VD_MPI_CHECK_RUNNING("MPI_Wait");
-	if (!req)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Wait");
-	o = req_owner(*req);
-	return owner_raise(o, vd_wait(req, st), "MPI_Wait");
-}
-
-#pragma weak MPI_Waitall = PMPI_Waitall
-int PMPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
-{
-	VD_API_GUARD();
-	VD_MPI_CHECK_RUNNING("MPI_Waitall");
-	if (n < 0 || (n && !reqs))
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitall");
-	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
-	int e = waitall_judged(n, reqs, sts, &failed);
-
-	return owner_raise(failed, e, "MPI_Waitall");
-}
-
-#pragma weak MPI_Test = PMPI_Test
-int PMPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
-{
-	VD_API_GUARD();
-	struct vd_req *r;
-
-	VD_MPI_CHECK_RUNNING("MPI_Test");
-	if (!req || !flag)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test");
-	if (*req == MPI_REQUEST_NULL) {
-		*flag = 1;
-		vd_empty_status(st);
-		return MPI_SUCCESS;
-	}
-	r = vd_req_get(*req);
-	if (!r)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Test");
-	if (!vd_req_ready(r))
-		vd_progress(false);
-	*flag = vd_req_ready(r);
-	if (!*flag)
-		return MPI_SUCCESS;
-	struct req_owner o = req_owner(*req);
-	return owner_raise(o, finish(req, r, st), "MPI_Test");
-}
-
-/* Like MPI_Test, but the request stays as it is (not freed, and a
- * persistent one stays active). */
-#pragma weak MPI_Request_get_status = PMPI_Request_get_status
-int PMPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
-{
-	VD_API_GUARD();
-	struct vd_req *r;
-
-	VD_MPI_CHECK_RUNNING("MPI_Request_get_status");
-	if (!flag)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Request_get_status");
-	if (req == MPI_REQUEST_NULL) {
-		*flag = 1;
-		vd_empty_status(st);
-		return MPI_SUCCESS;
-	}
-	if (!(r = vd_req_get(req)))
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_get_status");
-	if (!vd_req_ready(r))
-		vd_progress(false);
-	*flag = vd_req_ready(r);
-	if (!*flag)
-		return MPI_SUCCESS;
-	int err = r->kind == VD_REQ_PERSIST ? vd_persist_peek(r, st)
-		: r->kind == VD_REQ_GREQ    ? vd_greq_peek(r, st)
-					    : (vd_req_status(r, st), r->err);
-	return owner_raise(req_owner(req), err, "MPI_Request_get_status");
-}
-
-/* Index of a finished request among reqs (MPI_UNDEFINED if all are
- * null or inactive), or -1 if none finished yet. */
-static int find_done(int n, MPI_Request reqs[])
-{
-	bool any = false;
-
-	for (int i = 0; i < n; i++) {
-		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] == MPI_REQUEST_NULL || (r && vd_req_inactive(r)))
-			continue;
-		any = true;
-		if (!r || vd_req_ready(r))
-			return i;
-	}
-	return any ? -1 : MPI_UNDEFINED;
-}
-
-#pragma weak MPI_Testany = PMPI_Testany
-int PMPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st)
-{
-	VD_API_GUARD();
-	int i;
-
-	VD_MPI_CHECK_RUNNING("MPI_Testany");
-	if (n < 0 || (n && !reqs) || !index || !flag)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testany");
-	vd_progress(false);
-	i = find_done(n, reqs);
-	*flag = i != -1;
-	*index = i < 0 ? MPI_UNDEFINED : i;
-	if (i == MPI_UNDEFINED)
-		vd_empty_status(st);
-	if (i < 0)
-		return MPI_SUCCESS;
-	struct req_owner o = req_owner(reqs[i]);
-	return owner_raise(o, vd_wait(&reqs[i], st), "MPI_Testany");
-}
-
-#pragma weak MPI_Waitany = PMPI_Waitany
-int PMPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
-{
-	VD_API_GUARD();
-	struct vd_idle idle = { 0 };
-	int i;
-
-	VD_MPI_CHECK_RUNNING("MPI_Waitany");
-	if (n < 0 || (n && !reqs) || !index)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitany");
-	while ((i = find_done(n, reqs)) == -1)
-		wait_step(&idle);
-	*index = i;
-	if (i == MPI_UNDEFINED) {
-		vd_empty_status(st);
-		return MPI_SUCCESS;
-	}
-	struct req_owner o = req_owner(reqs[i]);
-	return owner_raise(o, vd_wait(&reqs[i], st), "MPI_Waitany");
-}
-
-#pragma weak MPI_Testall = PMPI_Testall
-int PMPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status *sts)
-{
-	VD_API_GUARD();
-	VD_MPI_CHECK_RUNNING("MPI_Testall");
-	if (n < 0 || (n && !reqs) || !flag)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testall");
-	vd_progress(false);
-	for (int i = 0; i < n; i++) {
-		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] != MPI_REQUEST_NULL && r && !vd_req_ready(r)) {
-			*flag = 0;
-			return MPI_SUCCESS;
-		}
-	}
-	*flag = 1;
-	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
-	int e = waitall_judged(n, reqs, sts, &failed);
-
-	return owner_raise(failed, e, "MPI_Testall");
-}
-
-/* The finished ones among reqs (all, if some are finished); null and
- * inactive requests do not count.  *failed: the owner of the first that
- * failed. */
-static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
-			MPI_Status *sts, struct req_owner *failed)
-{
-	int k = 0, err = MPI_SUCCESS, live = 0;
-
-	for (int i = 0; i < n; i++) {
-		struct vd_req *r = vd_req_get(reqs[i]);
-		if (reqs[i] == MPI_REQUEST_NULL || (r && vd_req_inactive(r)))
-			continue;
-		live++;
-		if (r && !vd_req_ready(r))
-			continue;
-		struct req_owner o = req_owner(reqs[i]);
-		if (vd_wait(&reqs[i], status_at(sts, k)) != MPI_SUCCESS && !err) {
-			err = MPI_ERR_IN_STATUS;
-			*failed = o;
-		}
-		idx[k++] = i;
-	}
-	*outcount = live ? k : MPI_UNDEFINED;
-	return err;
-}
-
-#pragma weak MPI_Waitsome = PMPI_Waitsome
-int PMPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
-{
-	VD_API_GUARD();
-	struct vd_idle idle = { 0 };
-	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
-	int e;
-
-	VD_MPI_CHECK_RUNNING("MPI_Waitsome");
-	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Waitsome");
-	while ((e = collect_done(n, reqs, outcount, idx, sts, &failed)) == MPI_SUCCESS &&
-	       *outcount == 0)
-		wait_step(&idle);
-	return owner_raise(failed, e, "MPI_Waitsome");
-}
-
-#pragma weak MPI_Testsome = PMPI_Testsome
-int PMPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status *sts)
-{
-	VD_API_GUARD();
-	struct req_owner failed = req_owner(MPI_REQUEST_NULL);
-	int e;
-
-	VD_MPI_CHECK_RUNNING("MPI_Testsome");
-	if (n < 0 || (n && (!reqs || !idx)) || !outcount)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Testsome");
-	vd_progress(false);
-	e = collect_done(n, reqs, outcount, idx, sts, &failed);
-	return owner_raise(failed, e, "MPI_Testsome");
-}
-
-#pragma weak MPI_Request_free = PMPI_Request_free
-int PMPI_Request_free(MPI_Request *req)
-{
-	VD_API_GUARD();
-	struct vd_req *r;
-
-	VD_MPI_CHECK_RUNNING("MPI_Request_free");
-	if (!req || !(r = vd_req_get(*req)))
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Request_free");
-	/* Erroneous for a nonblocking collective (MPI 4.0, 6.12): refused,
-	 * the request stays valid. */
-	if (r->kind == VD_REQ_COLL)
-		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Request_free");
-	*req = MPI_REQUEST_NULL;
-	if (r->kind == VD_REQ_PERSIST)
-		vd_persist_free(r);
-	else if (r->kind == VD_REQ_GREQ)
-		return vd_mpi_raise(MPI_COMM_WORLD, vd_greq_free(r), "MPI_Request_free");
-	else if (r->done)
-		vd_req_release(r);
-	else
-		r->freed = true;        /* released when it completes */
-	return MPI_SUCCESS;
-}
-
-/* Receives that have not matched can be cancelled; sends cannot (the
- * standard allows a cancel to fail: the send then completes normally).
- * A sent message may already sit in the receiver's unexpected queue, or
- * be copied out of it by a probe, so only the receiver could withdraw
- * it -- that would take a round trip the engine does not have. */
-#pragma weak MPI_Cancel = PMPI_Cancel
-int PMPI_Cancel(MPI_Request *req)
-{
-	VD_API_GUARD();
-	struct vd_req *r;
-
-	VD_MPI_CHECK_RUNNING("MPI_Cancel");
-	if (!req || !(r = vd_req_get(*req)))
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_REQUEST, "MPI_Cancel");
-	if (r->kind == VD_REQ_PERSIST)
-		return owner_raise(req_owner(*req), vd_persist_cancel(r), "MPI_Cancel");
-	if (r->kind == VD_REQ_GREQ)
-		return owner_raise(req_owner(*req), vd_greq_cancel(r), "MPI_Cancel");
-	if (r->kind == VD_REQ_COLL)     /* collectives cannot be cancelled */
-		return vd_mpi_raise(r->comm, MPI_ERR_REQUEST, "MPI_Cancel");
-	if (r->kind == VD_REQ_RECV && !r->done && vd_unpost_recv(r)) {
-		r->cancelled = true;
-		r->st.vd_count_hi_cancelled = 1;
-		r->st.vd_count_lo = 0;
-		vd_req_complete(r, MPI_SUCCESS);
-	}
-	return MPI_SUCCESS;
-}
-
-#pragma weak MPI_Test_cancelled = PMPI_Test_cancelled
-int PMPI_Test_cancelled(const MPI_Status *st, int *flag)
-{
-	VD_API_GUARD();
-	if (!st || st == MPI_STATUS_IGNORE || !flag)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Test_cancelled");
-	*flag = st->vd_count_hi_cancelled & 1;
-	return MPI_SUCCESS;
-}
-
-#pragma weak MPI_Get_count = PMPI_Get_count
-int PMPI_Get_count(const MPI_Status *st, MPI_Datatype dt, int *count)
-{
-	VD_API_GUARD();
-	struct vd_dtype *t = vd_dtype_get(dt);
-
-	if (!st || st == MPI_STATUS_IGNORE || !count)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Get_count");
-	if (!t)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_TYPE, "MPI_Get_count");
-	MPI_Count bytes = vd_status_bytes(st), n = t->size ? bytes / t->size : 0;
-
-	/* A zero-size type received nothing countable: 0 (the standard's
-	 * choice); a partial element or a count beyond int: MPI_UNDEFINED. */
-	*count = (t->size && bytes % t->size) || n > INT_MAX ? MPI_UNDEFINED : (int)n;
-	return MPI_SUCCESS;
-}
-
 /* ---- MPI: probe -------------------------------------------------------------------------- */
 
 static void probe_status(const struct vd_unexp *u, MPI_Status *st)
@@ -1041,7 +665,7 @@ int PMPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 	int flag = 0, e;
 
 	while ((e = PMPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
-		wait_step(&idle);
+		vd_wait_step(&idle);
 	return e;
 }
 
