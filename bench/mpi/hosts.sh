@@ -25,7 +25,8 @@
 # each run for the CPUs to be >= 90 % idle for a second; default 30),
 # MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce"),
 # MPI_HOSTS_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default empty:
-# viaduct's own choice, net where libfabric offers it next to tcp;ofi_rxm),
+# viaduct's own choice, net where libfabric offers it next to tcp;ofi_rxm;
+# also fi_pingpong's provider, net or else tcp when empty),
 # MPI_HOSTS_ENV
 # (VAR=VALUE words for every measured run, e.g. VIADUCT_MPI_PROTOCOL=get).
 #
@@ -68,7 +69,7 @@ TABLE4=1
 PYTHON=${PYTHON:-/usr/bin/python3}
 FAILED=0
 
-usage() { sed -n 's/^# \{0,1\}//; 12,27p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+usage() { sed -n '/^# Usage:/,/^#$/{/^#$/d; s/^# \{0,1\}//; p}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 [ $# -ge 1 ] || usage
 case $1 in -h|--help) usage ;; esac
@@ -172,14 +173,18 @@ if want viaduct; then
 fi
 TCP=1
 [ -x "$TCP_FLOOR" ] || { note "no $TCP_FLOOR (make build): no raw TCP column"; TCP=0; }
-# libfabric's own ping-pong over the provider viaduct runs on: the floor
-# of what any MPI over that fabric can reach.
+# libfabric's own send/receive ping-pong over the provider viaduct runs
+# on: a reference for what the fabric does by itself (not a floor for
+# viaduct's RMA reads, which can beat it), next to the latencies.
+FABRIC=0
+case " $PROGS " in *" latency "*) FABRIC=1 ;; esac
+if [ $FABRIC = 1 ]; then
+	command -v fi_pingpong >/dev/null || { [ $INSTALL = 1 ] && apt_install libfabric-bin; }
+	command -v fi_pingpong >/dev/null ||
+		{ note "no fi_pingpong (Debian: libfabric-bin): no libfabric column"; FABRIC=0; }
+fi
 FI_PROV=${OFI_PROVIDER:-net}
-[ -n "$OFI_PROVIDER" ] || fi_info -p net >/dev/null 2>&1 || FI_PROV=tcp
-FABRIC=1
-command -v fi_pingpong >/dev/null || { [ $INSTALL = 1 ] && apt_install libfabric-bin; }
-command -v fi_pingpong >/dev/null ||
-	{ note "no fi_pingpong (Debian: libfabric-bin): no libfabric column"; FABRIC=0; }
+[ $FABRIC = 0 ] || [ -n "$OFI_PROVIDER" ] || fi_info -p net >/dev/null 2>&1 || FI_PROV=tcp
 if [ -z "$IMPLS" ]; then note "no MPI library to run"; exit 0; fi
 
 # ---------------------------------------------------------------- build
@@ -452,11 +457,33 @@ latency_sizes() {
 	done
 }
 
-# fabric_floor ROUND: fi_pingpong (rdm, the provider viaduct uses, its own
-# "usec/xfer", a half round trip) at the latency sizes, 1 B for 0 B, as
-# rows of section latency, case fabric.
+# fi_pp N ITERS LOG: one fi_pingpong of N bytes between the hosts (server
+# on B, client on A); prints its "usec/xfer" (a half round trip: two
+# transfers an iteration), nothing if it failed.  The client's connect
+# is tried a few times: the server may not be listening yet.
+fi_pp() {
+	local n=$1 iters=$2 log=$3 sp us try
+	for try in 1 2 3; do
+		in_host B taskset -c 1 timeout 60 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
+			-I "$iters" >/dev/null 2>>"$log.server" &
+		sp=$!
+		sleep 0.3
+		us=$(in_host A timeout 60 taskset -c 0 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
+			-I "$iters" "$IP_B" 2>>"$log" | tee -a "$log" | awk 'END { print $7 }')
+		kill "$sp" 2>/dev/null
+		wait "$sp" 2>/dev/null
+		if [[ $us =~ ^[0-9.]+$ ]]; then
+			echo "$us"
+			return
+		fi
+		echo "fi_pingpong at $n bytes, try $try: no result" >>"$log"
+	done
+}
+
+# fabric_floor ROUND: fi_pp at the latency sizes (1 B for 0 B), as rows of
+# section latency, case fabric.
 fabric_floor() {
-	local log=$WORK/logs/fabric-$1.log s n iters sp us
+	local log=$WORK/logs/fabric-$1.log s n iters us
 	quiet "fi_pingpong"
 	: >"$log"
 	for s in $(latency_sizes); do
@@ -464,20 +491,14 @@ fabric_floor() {
 		iters=$(((64 << 20) / n))
 		[ $iters -gt 2000 ] && iters=2000
 		[ $iters -lt 50 ] && iters=50
-		in_host B taskset -c 1 timeout 60 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
-			-I "$iters" >/dev/null 2>&1 &
-		sp=$!
-		sleep 0.3
-		us=$(in_host A timeout 60 taskset -c 0 fi_pingpong -p "$FI_PROV" -e rdm -S "$n" \
-			-I "$iters" "$IP_B" 2>>"$log" | tee -a "$log" | awk 'END { print $7 }')
-		wait "$sp" 2>/dev/null
-		if [[ $us =~ ^[0-9.]+$ ]]; then
-			echo "latency,fabric,$s,half_rtt_us,$us" >>"$CSV"
-		else
+		us=$(fi_pp "$n" "$iters" "$log")
+		if [ -z "$us" ]; then
 			note "FAILED: fi_pingpong -p $FI_PROV at $n bytes (log $log)"
+			context fabric failed "fi_pingpong -p $FI_PROV at $n bytes"
 			FAILED=1
 			return
 		fi
+		echo "latency,fabric,$s,half_rtt_us,$us" >>"$CSV"
 	done
 	echo
 	echo "# libfabric's fi_pingpong over $FI_PROV, round $1: see $log"

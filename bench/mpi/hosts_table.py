@@ -148,7 +148,7 @@ def main():
     if not args.markdown:
         print("(vd/best = viaduct / the better of Open MPI and MPICH; MISS: viaduct more "
               "than 10 % worse; raw TCP: tcp_floor, 1 B for 0 B; fi_pp: libfabric's own\n"
-              " fi_pingpong over the provider viaduct uses, 1 B for 0 B)\n")
+              " send/receive ping-pong (fi_pingpong) over the provider viaduct uses, 1 B for 0 B)\n")
     else:
         print()
     for test in TESTS:

@@ -117,27 +117,35 @@ static int measure_side(int fd, char *out, char *in, size_t bytes)
 	return 0;
 }
 
-/* Page-aligned send and receive buffers of bytes each, the receive one
- * with room for the largest distance. */
+/* Bytes from the send buffer's start to the receive buffer's: whole
+ * pages, with room for the message. */
+static size_t buffer_span(size_t bytes)
+{
+	return (bytes + 4095) / 4096 * 4096 + 4096;
+}
+
+/* Page-aligned send and receive buffers, the receive one with room for
+ * the largest distance. */
 static char *map_buffers(size_t bytes)
 {
-	char *p = mmap(NULL, 2 * (bytes + 4096), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	size_t len = 2 * buffer_span(bytes);
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
-	memset(p, 0x5a, 2 * (bytes + 4096));    /* fault every page in now */
+	memset(p, 0x5a, len);                   /* fault every page in now */
 	return p;
 }
 
 int main(int argc, char **argv)
 {
-	size_t bytes = argc > 1 ? strtoul(argv[1], NULL, 0) : 1u << 20;
+	char *end = NULL;
+	size_t bytes = argc > 1 ? strtoul(argv[1], &end, 0) : 1u << 20;
 	int fds[2], status, rc;
 	char *out, *in;
 	pid_t pid;
 
-	if (argc > 2 || bytes == 0 || bytes > MAX_BYTES) {
+	if (argc > 2 || (end && *end) || bytes == 0 || bytes > MAX_BYTES) {
 		fprintf(stderr, "usage: tcp_align [BYTES]   (1 to %u)\n", MAX_BYTES);
 		return 2;
 	}
@@ -145,7 +153,7 @@ int main(int argc, char **argv)
 		perror("tcp_align");
 		return 1;
 	}
-	in = out + bytes + 4096;
+	in = out + buffer_span(bytes);
 	if ((pid = fork()) < 0) {
 		perror("tcp_align: fork");
 		return 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The point-to-point engine's private state (p2p.c, wire.c, proto.c).
+ * The point-to-point engine's private state (p2p.c, p2p_wait.c, wire.c,
+ * proto.c).
  *
  * Every pair of ranks shares one VI (reliable delivery, viaduct flow
  * control: a send waits until the peer has a receive posted, so the

@@ -175,6 +175,17 @@ static void set_proc_null_status(struct vd_req *r)
 	vd_req_complete(r, MPI_SUCCESS);
 }
 
+/* Counts and statuses hold 31 bits of byte count (docs/mpi.md, "Known
+ * limits"): a larger message is refused rather than sent and received
+ * short.  count >= 0. */
+static bool length_ok(int count, const struct vd_dtype *t)
+{
+	size_t bytes;
+
+	return !__builtin_mul_overflow((size_t)count, (size_t)t->size, &bytes) &&
+	       bytes <= INT_MAX;
+}
+
 int vd_isend_type(const void *buf, int count, struct vd_dtype *t, int dest, int tag,
 		  struct vd_comm *comm, uint32_t ctx, enum vd_send_mode mode,
 		  MPI_Request *req)
@@ -196,7 +207,7 @@ int vd_isend_type(const void *buf, int count, struct vd_dtype *t, int dest, int 
 	r->hdr.ctx = ctx;
 	r->hdr.src = comm->rank;
 	r->hdr.tag = tag;
-	if (r->bytes > INT_MAX)         /* a collective's own send: see check_send */
+	if (!length_ok(count, t))       /* a collective's own send (length_ok) */
 		return vd_req_complete(r, MPI_ERR_COUNT), 0;
 	if (r->t->contig || !r->bytes) {
 		r->data = (void *)buf;
@@ -337,35 +348,34 @@ static int check_common(struct vd_comm *c, const void *buf, int count, MPI_Datat
 	return MPI_SUCCESS;
 }
 
-/* Counts and statuses hold 31 bits of byte count (docs/mpi.md, "Known
- * limits"): a larger message is refused, said why, rather than sent and
- * received short. */
-static int check_length(int count, const struct vd_dtype *t)
-{
-	size_t bytes;
-
-	if (!__builtin_mul_overflow((size_t)count, (size_t)t->size, &bytes) && bytes <= INT_MAX)
-		return MPI_SUCCESS;
-	fprintf(stderr, "viaduct MPI: rank %d: a message of %d elements of %zu bytes: "
-		"messages over 2 GiB (%d bytes) are not supported\n", vd_mpi.rank, count,
-		(size_t)t->size, INT_MAX);
-	return MPI_ERR_COUNT;
-}
-
-static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
-		      int dest, int tag, struct vd_dtype **t)
+/* check_send without a word on stderr (send_fast: the general path
+ * that follows says it). */
+static int check_send_quiet(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+			    int dest, int tag, struct vd_dtype **t)
 {
 	int e = check_common(c, buf, count, dt, t);
 
-	if (!e && dest != MPI_PROC_NULL)
-		e = check_length(count, *t);
 	if (e)
 		return e;
+	if (dest != MPI_PROC_NULL && !length_ok(count, *t))
+		return MPI_ERR_COUNT;
 	if (dest != MPI_PROC_NULL && (dest < 0 || dest >= c->size))
 		return MPI_ERR_RANK;
 	if (tag < 0)
 		return MPI_ERR_TAG;
 	return MPI_SUCCESS;
+}
+
+static int check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
+		      int dest, int tag, struct vd_dtype **t)
+{
+	int e = check_send_quiet(c, buf, count, dt, dest, tag, t);
+
+	if (e == MPI_ERR_COUNT && count >= 0)
+		fprintf(stderr, "viaduct MPI: rank %d: a message of %d elements of %zu bytes: "
+			"messages of more than %d bytes are not supported\n", vd_mpi.rank,
+			count, (size_t)(*t)->size, INT_MAX);
+	return e;
 }
 
 int vd_p2p_check_send(struct vd_comm *c, const void *buf, int count, MPI_Datatype dt,
@@ -439,7 +449,7 @@ static int send_fast(const void *buf, int count, MPI_Datatype dt, int dest, int 
 	int peer, err;
 
 	if (__atomic_load_n(&vd_mpi.phase, __ATOMIC_RELAXED) != VD_MPI_RUNNING ||
-	    check_send(c, buf, count, dt, dest, tag, &t) || dest == MPI_PROC_NULL)
+	    check_send_quiet(c, buf, count, dt, dest, tag, &t) || dest == MPI_PROC_NULL)
 		return -1;
 	peer = c->world[dest];
 	if (!t->contig || peer == vd_mpi.rank)
@@ -624,7 +634,8 @@ static void probe_status(const struct vd_unexp *u, MPI_Status *st)
 	st->MPI_SOURCE = u->hdr.src;
 	st->MPI_TAG = u->hdr.tag;
 	st->MPI_ERROR = MPI_SUCCESS;
-	st->vd_count_lo = (int)u->hdr.len;
+	/* Beyond 31 bits only from a peer that ignores length_ok. */
+	st->vd_count_lo = u->hdr.len > INT_MAX ? INT_MAX : (int)u->hdr.len;
 	st->vd_count_hi_cancelled = 0;
 }
 

@@ -247,7 +247,11 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 		if (r && !vd_req_ready(r))
 			continue;
 		struct req_owner o = req_owner(reqs[i]);
-		if (vd_wait(&reqs[i], vd_status_at(sts, k)) != MPI_SUCCESS && !err) {
+		int e = vd_wait(&reqs[i], vd_status_at(sts, k));
+
+		if (e != MPI_SUCCESS && sts != MPI_STATUSES_IGNORE)
+			sts[k].MPI_ERROR = e;   /* an invalid handle's too */
+		if (e != MPI_SUCCESS && !err) {
 			err = MPI_ERR_IN_STATUS;
 			*failed = o;
 		}

@@ -585,7 +585,7 @@ static void match_status(struct vd_req *r, const struct vd_msg *m)
 {
 	size_t len = (size_t)m->len, n = len < r->bytes ? len : r->bytes;
 
-	/* Beyond 31 bits only from a peer that ignores p2p.c's check_length: its
+	/* Beyond 31 bits only from a peer that ignores p2p.c's length_ok: its
 	 * excess counts as truncated. */
 	if (n > INT_MAX)
 		n = INT_MAX;

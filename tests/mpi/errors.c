@@ -109,6 +109,17 @@ static void test_completion_errors(void)
 	st[0].MPI_ERROR = -77;
 	CHECK(MPI_Waitall(2, q, st) == MPI_ERR_IN_STATUS && st[0].MPI_ERROR == MPI_ERR_REQUEST,
 	      "Waitall over an invalid handle: its status's error %d", st[0].MPI_ERROR);
+	{
+		int done = 0, idx[2] = { -1, -1 };
+
+		q[0] = MPI_REQUEST_NULL;
+		q[1] = (MPI_Request)0x3fffffff;
+		st[0].MPI_ERROR = -77;
+		CHECK(MPI_Waitsome(2, q, &done, idx, st) == MPI_ERR_IN_STATUS && done == 1 &&
+		      idx[0] == 1 && st[0].MPI_ERROR == MPI_ERR_REQUEST,
+		      "Waitsome over an invalid handle: %d done, its status's error %d", done,
+		      st[0].MPI_ERROR);
+	}
 }
 
 static void test_type_args(void)
