@@ -38,27 +38,33 @@ static int owner_raise(struct req_owner o, int code, const char *fn)
 	return vd_mpi_raise(o.comm, code, fn);
 }
 
-/* Wait for every request; a failed one's error goes into its status
- * (an invalid handle's too).  *failed: the owner of the first that
- * failed, whose error handler judges MPI_ERR_IN_STATUS -- taken before
- * the request completes (completion frees it); the requests before it
- * may be null or the shared completed send, which own nothing. */
+/* One request of a multiple completion, waited for into st.  A failed
+ * one's error goes into its status (an invalid handle's too) and *err
+ * becomes MPI_ERR_IN_STATUS; *failed: the owner of the first that
+ * failed, whose error handler judges it -- taken before the request
+ * completes (completion frees it); requests before it may be null or
+ * the shared completed send, which own nothing. */
+static void complete_one(MPI_Request *req, MPI_Status *st, int *err, struct req_owner *failed)
+{
+	struct req_owner o = req_owner(*req);
+	int e = vd_wait(req, st);
+
+	if (e == MPI_SUCCESS)
+		return;
+	if (st != MPI_STATUS_IGNORE)
+		st->MPI_ERROR = e;
+	if (*err == MPI_SUCCESS)
+		*failed = o;
+	*err = MPI_ERR_IN_STATUS;
+}
+
+/* Wait for every request (complete_one). */
 static int waitall_judged(int n, MPI_Request reqs[], MPI_Status *sts, struct req_owner *failed)
 {
 	int err = MPI_SUCCESS;
 
-	for (int i = 0; i < n; i++) {
-		struct req_owner o = req_owner(reqs[i]);
-		int e = vd_wait(&reqs[i], vd_status_at(sts, i));
-
-		if (e == MPI_SUCCESS)
-			continue;
-		if (sts != MPI_STATUSES_IGNORE)
-			sts[i].MPI_ERROR = e;
-		if (!err)
-			*failed = o;
-		err = MPI_ERR_IN_STATUS;
-	}
+	for (int i = 0; i < n; i++)
+		complete_one(&reqs[i], vd_status_at(sts, i), &err, failed);
 	return err;
 }
 
@@ -246,15 +252,7 @@ static int collect_done(int n, MPI_Request reqs[], int *outcount, int idx[],
 		live++;
 		if (r && !vd_req_ready(r))
 			continue;
-		struct req_owner o = req_owner(reqs[i]);
-		int e = vd_wait(&reqs[i], vd_status_at(sts, k));
-
-		if (e != MPI_SUCCESS && sts != MPI_STATUSES_IGNORE)
-			sts[k].MPI_ERROR = e;   /* an invalid handle's too */
-		if (e != MPI_SUCCESS && !err) {
-			err = MPI_ERR_IN_STATUS;
-			*failed = o;
-		}
+		complete_one(&reqs[i], vd_status_at(sts, k), &err, failed);
 		idx[k++] = i;
 	}
 	*outcount = live ? k : MPI_UNDEFINED;
