@@ -189,7 +189,8 @@ mpi_consumers() {
 	# shellcheck disable=SC2086 # flags are a list of options
 	cc -std=c11 -Wall -Wextra -Werror examples/mpi_hello.c $flags -o "$tmp/mpi_hello_pc" &&
 		mpi_run2 "$prefix" "$tmp/mpi_hello_pc" &&
-		mpi_run2 "$prefix" "$tmp/cmake/mpi_hello"
+		mpi_run2 "$prefix" "$tmp/cmake/mpi_hello" &&
+		mpi_run2 "$prefix" "$tmp/cmake/mpi_hello_static"
 }
 
 # Build examples/lmm_hello.c with the flags pkg-config gives, as a user
@@ -295,7 +296,7 @@ install_smoke() {
 	else
 		record FAIL "install: CMake consumer"
 	fi
-	say "install: MPI consumers (vdcc, pkg-config viaduct-mpi, CMake viaduct::viaduct_mpi) under vdrun -n 2"
+	say "install: MPI consumers (vdcc, pkg-config viaduct-mpi, CMake viaduct::viaduct_mpi and viaduct_mpi_static) under vdrun -n 2"
 	if mpi_consumers "$prefix" "$tmp"; then
 		record PASS "install: MPI consumers"
 	else

@@ -935,7 +935,7 @@ int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
 {
 	uint32_t p = vd_shm_next(s);
 	char *area;
-	int err = vd_shm_claim(s, p, &area);
+	int err = vd_shm_area_claim(s, p, &area);
 
 	if (err)
 		return err;
@@ -944,7 +944,7 @@ int vd_shm_signed_phase(struct vd_shm *s, uint32_t sig)
 	return vd_shm_wait_signed(s, p, sig);
 }
 
-int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area)
+int vd_shm_area_claim(struct vd_shm *s, uint32_t p, char **area)
 {
 	*area = vd_shm_area(s, p);
 	return vd_shm_wait(s, -1, p - SHM_NBUF + 2);

@@ -11,7 +11,7 @@
  * Phase p's data lives in area p % SHM_NBUF and is read at the latest
  * between publishing phase p + 1 and phase p + 2, so a member about to
  * write area q first waits until every member has published phase
- * q - SHM_NBUF + 2 (vd_shm_claim).
+ * q - SHM_NBUF + 2 (vd_shm_area_claim).
  *
  * A collective whose members must agree on its shape (Alltoall's block
  * size, Reduce_scatter's counts, Allreduce's and Allgather's sizes)
@@ -139,7 +139,7 @@ void vd_shm_found_bad(struct vd_shm *s, int i, const char *what, uint64_t v);
 /* The area of phase p. */
 char *vd_shm_area(const struct vd_shm *s, uint32_t p);
 /* The area of phase p, once nobody reads its previous use any more. */
-int vd_shm_claim(struct vd_shm *s, uint32_t p, char **area);
+int vd_shm_area_claim(struct vd_shm *s, uint32_t p, char **area);
 
 /* Signatures: the shape of a collective, hashed (vd_shm_sig), and one
  * that matches no shape. */

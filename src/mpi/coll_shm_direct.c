@@ -118,7 +118,7 @@ static int release_phase(struct vd_shm *s, int err)
 static int expose_signed(struct vd_shm *s, uint32_t p, char **area, const void *buf,
 			 size_t len, uint32_t sig)
 {
-	int err = vd_shm_claim(s, p, area);
+	int err = vd_shm_area_claim(s, p, area);
 
 	if (err)
 		return err;
@@ -476,7 +476,7 @@ int vd_shm_direct_reduce(struct vd_shm *s, const void *in, void *out, size_t cou
 	char *area;
 	int err;
 
-	if ((err = vd_shm_claim(s, p, &area)))
+	if ((err = vd_shm_area_claim(s, p, &area)))
 		return err;
 	expose_both(s, area, in, count * r.esz, wants ? out : NULL);
 	if (sig)

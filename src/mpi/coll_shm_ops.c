@@ -113,7 +113,7 @@ static int bcast_seg_root(struct vd_shm *s, const char *data, uint64_t total, ui
 		size_t len = bcast_len(s, total, off, head);
 		uint32_t p = vd_shm_next(s);
 		char *area;
-		int err = vd_shm_claim(s, p, &area);
+		int err = vd_shm_area_claim(s, p, &area);
 
 		if (err)
 			return err;
@@ -332,7 +332,7 @@ static int reduce_chunk(struct vd_shm *s, const struct shm_red *r, const char *i
 	bool wants = r->root < 0 || s->me == r->root;
 	uint32_t p = vd_shm_next(s);
 	char *area;
-	int err = vd_shm_claim(s, p, &area);
+	int err = vd_shm_area_claim(s, p, &area);
 	size_t lo = m * (size_t)s->me / (size_t)s->n, hi = m * (size_t)(s->me + 1) / (size_t)s->n;
 
 	if (err)
@@ -406,7 +406,7 @@ static int scatter_chunk(struct vd_shm *s, const struct shm_red *r, const char *
 	uint32_t p = vd_shm_next(s);
 	size_t lo, hi, esz = r->esz;
 	char *area, *mine;
-	int err = vd_shm_claim(s, p, &area);
+	int err = vd_shm_area_claim(s, p, &area);
 
 	if (err)
 		return err;
@@ -467,7 +467,7 @@ static int allgather_chunks(struct vd_shm *s, char *buf, char *all, size_t pb, u
 		uint32_t p = vd_shm_next(s);
 		char *area;
 
-		if ((err = vd_shm_claim(s, p, &area)))
+		if ((err = vd_shm_area_claim(s, p, &area)))
 			break;
 		vd_copy(slot(s, area, s->me), piece(buf, all, pb, s->me) + off, len);
 		contribute(s, p, area, len, off ? 0 : sig);
@@ -536,7 +536,7 @@ static int alltoall_bytes(struct vd_shm *s, const char *sb, char *rb, size_t b, 
 		uint32_t p = vd_shm_next(s);
 		char *area, *mine;
 
-		if ((err = vd_shm_claim(s, p, &area)))
+		if ((err = vd_shm_area_claim(s, p, &area)))
 			break;
 		mine = slot(s, area, s->me);
 		for (int d = 0; d < s->n && len; d++)
