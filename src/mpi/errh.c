@@ -118,6 +118,10 @@ static void fatal(int code, const char *fn, const char *detail)
 
 	if (vd_mpi.phase != VD_MPI_BEFORE)
 		snprintf(rank, sizeof(rank), "%d", vd_mpi.rank);
+	/* The detail says what happened; the class's guesses would only
+	 * contradict it. */
+	if (detail && code == MPI_ERR_OTHER)
+		text = "other error";
 	snprintf(msg, sizeof(msg), "%s: %s%s%s", fn ? fn : "MPI",
 		 text ? text : "invalid error code", detail ? ": " : "",
 		 detail ? detail : "");
@@ -144,6 +148,14 @@ int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail
 	fatal(code, fn, detail);
 }
 
+int vd_mpi_not_running(const char *fn)
+{
+	bool before = vd_mpi.phase == VD_MPI_BEFORE;
+
+	return vd_mpi_raise_msg(MPI_COMM_WORLD, MPI_ERR_OTHER, fn,
+				before ? "MPI is not initialised (MPI_Init comes first)" :
+					 "MPI is already finalised (MPI_Finalize was called)");
+}
 
 #pragma weak MPI_Comm_set_errhandler = PMPI_Comm_set_errhandler
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)

@@ -42,7 +42,10 @@ int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	(void)argc;
 	(void)argv;
 	if (vd_mpi.phase != VD_MPI_BEFORE)
-		return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init");
+		return vd_mpi_raise_msg(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI_Init",
+					vd_mpi.phase == VD_MPI_RUNNING ?
+					"MPI is already initialised (once per process)" :
+					"MPI is finalised and cannot be initialised again");
 	if (viaduct_params_check())
 		init_failed("checking the VIADUCT_* environment variables", -EINVAL);
 	err = vd_pmi_init(&vd_mpi.rank, &vd_mpi.size, vd_mpi.jobid, sizeof(vd_mpi.jobid));

@@ -60,11 +60,14 @@ static inline int vd_mpi_raise(MPI_Comm comm, int code, const char *fn)
 		return MPI_SUCCESS;
 	return vd_mpi_raise_msg(comm, code, fn, NULL);
 }
+/* errh.c: MPI_ERR_OTHER raised by fn outside MPI_Init..MPI_Finalize,
+ * the message saying whether MPI is not yet initialised or finalised. */
+int vd_mpi_not_running(const char *fn);
 /* MPI_ERR_OTHER unless MPI is initialised and not finalised. */
 #define VD_MPI_CHECK_RUNNING(fn)                                              \
 	do {                                                                  \
 		if (vd_mpi.phase != VD_MPI_RUNNING)                           \
-			return vd_mpi_raise(MPI_COMM_WORLD, MPI_ERR_OTHER, fn); \
+			return vd_mpi_not_running(fn);                        \
 	} while (0)
 
 /* The library's VIPL NIC (wire.c), for MPI_Alloc_mem registrations. */

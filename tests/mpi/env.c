@@ -4,7 +4,8 @@
  * provided level (argv[1]: single|funneled|serialized|multiple, or "init"
  * for plain MPI_Init) and Query_thread, Get_version, Wtime/Wtick,
  * processor name, library version, Alloc_mem, and argv passed through the
- * launcher (the runner appends "arg1 'two words'").
+ * launcher (the runner appends "arg1 'two words'"); calls out of order
+ * (before|twice|after, see misuse).
  */
 #include "mpitest.h"
 
@@ -122,12 +123,37 @@ static void test_alloc(void)
 	MPI_OK(MPI_Free_mem(q));
 }
 
+/* Calls out of order (argv[1] before|twice|after): each is fatal under
+ * MPI_ERRORS_ARE_FATAL, and its message must say which order was wrong
+ * (test_mpi_env.sh reads it).  Returns only if the library let it pass. */
+static void misuse(const char *mode, int *argc, char ***argv)
+{
+	int r;
+
+	if (!strcmp(mode, "before")) {
+		MPI_Comm_rank(MPI_COMM_WORLD, &r);
+		return;
+	}
+	MPI_Init(argc, argv);
+	if (!strcmp(mode, "after"))
+		MPI_Finalize();
+	if (!strcmp(mode, "twice"))
+		MPI_Init(argc, argv);
+	else
+		MPI_Comm_rank(MPI_COMM_WORLD, &r);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "init";
 	int required = level_of(mode), provided = -1, flag = -1;
 
 	alarm(30);
+	if (!strcmp(mode, "before") || !strcmp(mode, "twice") || !strcmp(mode, "after")) {
+		misuse(mode, &argc, &argv);
+		fprintf(stderr, "FAIL: %s: the misuse was not fatal\n", mode);
+		return 1;
+	}
 	test_before();
 	if (!strcmp(mode, "init")) {
 		MPI_Init(&argc, &argv);

@@ -26,6 +26,10 @@ int vd_mpi_raise_msg(MPI_Comm comm, int code, const char *fn, const char *detail
 	last_raised = code;
 	return code;
 }
+int vd_mpi_not_running(const char *fn)
+{
+	return vd_mpi_raise_msg(MPI_COMM_WORLD, MPI_ERR_OTHER, fn, NULL);
+}
 int vd_mpi_errno(int err)
 {
 	return err ? MPI_ERR_OTHER : MPI_SUCCESS;
