@@ -142,7 +142,7 @@ static bool predefined_keyval(int k)
 static void *predefined_value(MPI_Comm comm, int keyval)
 {
 	static int tag_ub = MPI_TAG_UB_VALUE, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE;
-	static int wtime_global = 0, universe, last_used;
+	static int wtime_global = 0, universe, last_used, appnum;
 
 	if (comm != MPI_COMM_WORLD)
 		return NULL;
@@ -161,7 +161,10 @@ static void *predefined_value(MPI_Comm comm, int keyval)
 	case MPI_LASTUSEDCODE:
 		last_used = vd_err_last_used();
 		return &last_used;
-	default:                /* MPI_APPNUM: the launchers do not tell */
+	case MPI_APPNUM:        /* absent when the launcher does not say */
+		appnum = vd_pmi_appnum();
+		return appnum >= 0 ? &appnum : NULL;
+	default:
 		return NULL;
 	}
 }

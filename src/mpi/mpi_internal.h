@@ -128,6 +128,9 @@ int vd_pmi_get(const char *key, char *value, size_t len);
 /* The same, naming the rank that put the key (PMIx keys belong to their
  * putter; PMI-1 ignores it).  -1: any. */
 int vd_pmi_get_from(int from, const char *key, char *value, size_t len);
+/* Which command of an MPMD launch line started this rank (MPI_APPNUM);
+ * -1 when the launcher does not say (a singleton). */
+int vd_pmi_appnum(void);
 void vd_pmi_finalize(void);
 /* Tell the launcher to stop the job (it names this rank and the code),
  * then _exit(code).  Never returns. */

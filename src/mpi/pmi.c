@@ -76,6 +76,7 @@ static struct {
 	enum pmi_state state;
 	int fd;
 	int rank, size;
+	int appnum;                     /* MPI_APPNUM; -1: the launcher gave none */
 	size_t keylen_max, vallen_max;   /* including the NUL, as PMI says */
 	char kvsname[PMI_KVSNAME_MAX];
 	/* bytes received after the last complete line */
@@ -85,7 +86,7 @@ static struct {
 	size_t nkvs;
 	/* requests this rank made (VIADUCT_DEBUG=1 prints them at the end) */
 	unsigned long nput, nget, nfence;
-} pmi = { .fd = -1 };
+} pmi = { .fd = -1, .appnum = -1 };
 
 /* ---- diagnostics --------------------------------------------------------- */
 
@@ -342,6 +343,22 @@ static int pmi_handshake(void)
 	return 0;
 }
 
+/* Which command of the launch line started this rank (MPI_APPNUM).
+ * Every PMI-1 server MPICH runs under answers get_appnum (MPICH asks at
+ * its own MPI_Init); a negative number or a refusal means none. */
+static int pmi_get_appnum(void)
+{
+	struct pmi_msg msg;
+	long v;
+	int err = pmi_call(&msg, "appnum", "cmd=get_appnum");
+
+	if (err)
+		return err;
+	if (pmi_rc(&msg) == 0 && pmi_parse_int(pmi_attr(&msg, "appnum"), 0, INT_MAX, &v))
+		pmi.appnum = (int)v;
+	return 0;
+}
+
 /* FNV-1a: a stable short name for a kvsname that does not fit. */
 static uint64_t pmi_hash(const char *s)
 {
@@ -462,6 +479,7 @@ static int pmi_init_pmix(void)
 	pmi.keylen_max = PMI_KEY_MAX;
 	pmi.vallen_max = PMI_VAL_MAX;
 	pmi.state = PMI_PMIX;
+	pmi.appnum = vd_pmix_appnum();
 	return 0;
 }
 #else
@@ -482,6 +500,8 @@ int vd_pmi_init(int *rank, int *size, char *jobid, size_t jobid_len)
 		err = pmi_read_env(fdstr);
 		if (!err)
 			err = pmi_handshake();
+		if (!err)
+			err = pmi_get_appnum();
 		if (err) {
 			pmi.fd = -1;
 			return err;
@@ -615,6 +635,11 @@ static int pmi_copy_value(const char *v, char *value, size_t len)
 int vd_pmi_get(const char *key, char *value, size_t len)
 {
 	return vd_pmi_get_from(-1, key, value, len);
+}
+
+int vd_pmi_appnum(void)
+{
+	return pmi.appnum;
 }
 
 int vd_pmi_get_from(int from, const char *key, char *value, size_t len)

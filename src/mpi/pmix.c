@@ -18,6 +18,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,18 @@ int vd_pmix_get(int from, const char *key, char *value, size_t len)
 		memcpy(value, v->data.string, strlen(v->data.string) + 1);
 	value_free(v);
 	return err;
+}
+
+int vd_pmix_appnum(void)
+{
+	pmix_status_t rc;
+	pmix_value_t *v = get_value(X.me.rank, PMIX_APPNUM, &rc);
+	int appnum = -1;
+
+	if (v && v->type == PMIX_UINT32 && v->data.uint32 <= INT_MAX)
+		appnum = (int)v->data.uint32;
+	value_free(v);
+	return appnum;
 }
 
 void vd_pmix_finalize(void)

@@ -15,6 +15,8 @@ int vd_pmix_put(const char *key, const char *value);
 int vd_pmix_fence(void);
 /* from: the rank that put the key (-1: any). */
 int vd_pmix_get(int from, const char *key, char *value, size_t len);
+/* The rank's application number (PMIX_APPNUM), -1 when the server has none. */
+int vd_pmix_appnum(void);
 void vd_pmix_finalize(void);
 void vd_pmix_abort(int code, const char *msg);
 

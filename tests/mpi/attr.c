@@ -163,6 +163,12 @@ static void test_attr_world(void)
 	CHECK(flag && *v >= mt_size, "MPI_UNIVERSE_SIZE");
 	MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &v, &flag));
 	CHECK(!flag || *v >= 0, "MPI_APPNUM");
+	/* An MPMD launch line ("A : B") numbers its commands from 0; the
+	 * runner says which one started this rank. */
+	const char *want = getenv("MT_APPNUM");
+	if (want)
+		CHECK(flag && *v == atoi(want), "MPI_APPNUM %d, flag %d, expected %s",
+		      flag ? *v : -1, flag, want);
 	MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &v, &flag));
 	CHECK(flag && *v >= MPI_ERR_LASTCODE, "MPI_LASTUSEDCODE");
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """A minimal PMI-1 launcher for tests: starts N copies of a program with
 PMI_FD/PMI_RANK/PMI_SIZE and serves the PMI-1 wire protocol (init,
-get_maxes, get_my_kvsname, put, barrier, get, finalize, abort) with a
+get_maxes, get_appnum, get_my_kvsname, put, barrier, get, finalize, abort) with a
 kvsname the caller chooses -- so that two jobs can carry the same name,
 as two launchers' jobs may (Slurm's JOBID.STEPID of two clusters, a
 launcher's pid in two containers).
@@ -63,6 +63,8 @@ def reply(sock, a, kvsname, n, kvs, waiting, procs):
         send(sock, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0")
     elif cmd == "get_maxes":
         send(sock, "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024")
+    elif cmd == "get_appnum":
+        send(sock, "cmd=appnum rc=0 appnum=0")
     elif cmd == "get_my_kvsname":
         send(sock, "cmd=my_kvsname rc=0 kvsname=" + kvsname)
     elif cmd == "put":
