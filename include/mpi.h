@@ -138,6 +138,13 @@ typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attr
 #define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
 #define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)31)
 #define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)32)
+/* C++'s bool and std::complex<T>, laid out as C's _Bool and T _Complex
+ * on every ABI viaduct builds for (usable from C too, as the standard
+ * has it). */
+#define MPI_CXX_BOOL ((MPI_Datatype)33)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)34)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)35)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)36)
 /* pair types for MPI_MAXLOC / MPI_MINLOC */
 #define MPI_FLOAT_INT ((MPI_Datatype)40)
 #define MPI_DOUBLE_INT ((MPI_Datatype)41)

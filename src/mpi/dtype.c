@@ -125,6 +125,10 @@ static void builtins_init(void)
 		SCALAR(MPI_C_FLOAT_COMPLEX, float _Complex),
 		SCALAR(MPI_C_DOUBLE_COMPLEX, double _Complex),
 		SCALAR(MPI_C_LONG_DOUBLE_COMPLEX, long double _Complex),
+		SCALAR(MPI_CXX_BOOL, _Bool),
+		SCALAR(MPI_CXX_FLOAT_COMPLEX, float _Complex),
+		SCALAR(MPI_CXX_DOUBLE_COMPLEX, double _Complex),
+		SCALAR(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex),
 		/* Fortran's, as gfortran lays them out by default */
 		SCALAR(MPI_CHARACTER, char), SCALAR(MPI_INTEGER, int32_t),
 		SCALAR(MPI_REAL, float), SCALAR(MPI_DOUBLE_PRECISION, double),

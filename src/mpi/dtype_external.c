@@ -45,7 +45,7 @@ static bool ext_form_of(MPI_Datatype h, struct ext_form *f)
 	*f = (struct ext_form){ { 1, 0 }, { 0, 0 }, false };
 	switch (h) {
 	case MPI_CHAR: case MPI_SIGNED_CHAR: case MPI_UNSIGNED_CHAR: case MPI_BYTE:
-	case MPI_PACKED: case MPI_C_BOOL: case MPI_INT8_T: case MPI_UINT8_T:
+	case MPI_PACKED: case MPI_C_BOOL: case MPI_CXX_BOOL: case MPI_INT8_T: case MPI_UINT8_T:
 	case MPI_CHARACTER: case MPI_INTEGER1:
 		f->size[0] = 1; return true;
 	case MPI_SHORT: case MPI_UNSIGNED_SHORT: case MPI_INT16_T: case MPI_UINT16_T:
@@ -60,14 +60,15 @@ static bool ext_form_of(MPI_Datatype h, struct ext_form *f)
 	case MPI_OFFSET: case MPI_COUNT: case MPI_DOUBLE: case MPI_DOUBLE_PRECISION:
 	case MPI_INTEGER8: case MPI_REAL8:
 		f->size[0] = 8; return true;
-	case MPI_C_FLOAT_COMPLEX: case MPI_COMPLEX: case MPI_2INT: case MPI_2INTEGER:
-	case MPI_2REAL:
+	case MPI_C_FLOAT_COMPLEX: case MPI_CXX_FLOAT_COMPLEX: case MPI_COMPLEX: case MPI_2INT:
+	case MPI_2INTEGER: case MPI_2REAL:
 		*f = (struct ext_form){ { 2, 0 }, { 4, 0 }, false }; return true;
-	case MPI_C_DOUBLE_COMPLEX: case MPI_DOUBLE_COMPLEX: case MPI_2DOUBLE_PRECISION:
+	case MPI_C_DOUBLE_COMPLEX: case MPI_CXX_DOUBLE_COMPLEX: case MPI_DOUBLE_COMPLEX:
+	case MPI_2DOUBLE_PRECISION:
 		*f = (struct ext_form){ { 2, 0 }, { 8, 0 }, false }; return true;
 	case MPI_LONG_DOUBLE:
 		*f = (struct ext_form){ { 1, 0 }, { 16, 0 }, true }; return LD_X87 || LD_QUAD;
-	case MPI_C_LONG_DOUBLE_COMPLEX:
+	case MPI_C_LONG_DOUBLE_COMPLEX: case MPI_CXX_LONG_DOUBLE_COMPLEX:
 		*f = (struct ext_form){ { 2, 0 }, { 16, 0 }, true }; return LD_X87 || LD_QUAD;
 	case MPI_FLOAT_INT: *f = (struct ext_form){ { 1, 1 }, { 4, 4 }, false }; return true;
 	case MPI_DOUBLE_INT: case MPI_LONG_INT:

@@ -166,6 +166,8 @@ static void test_roundtrip_builtins(void)
 	RT(MPI_UINT32_T, uint32_t); RT(MPI_UINT64_T, uint64_t); RT(MPI_AINT, MPI_Aint);
 	RT(MPI_OFFSET, MPI_Offset); RT(MPI_COUNT, MPI_Count);
 	RT2(MPI_C_FLOAT_COMPLEX, float _Complex); RT2(MPI_C_DOUBLE_COMPLEX, double _Complex);
+	RT(MPI_CXX_BOOL, _Bool); RT2(MPI_CXX_FLOAT_COMPLEX, float _Complex);
+	RT2(MPI_CXX_DOUBLE_COMPLEX, double _Complex);
 	RT(MPI_CHARACTER, char); RT(MPI_INTEGER, int32_t); RT(MPI_REAL, float);
 	RT(MPI_DOUBLE_PRECISION, double); RT2(MPI_COMPLEX, float _Complex);
 	RT2(MPI_DOUBLE_COMPLEX, double _Complex); RT(MPI_LOGICAL, int32_t);

@@ -80,6 +80,12 @@ static void test_builtins(void)
 	size_extent(MPI_C_BOOL, sizeof(_Bool), 0, sizeof(_Bool));
 	size_extent(MPI_C_LONG_DOUBLE_COMPLEX, sizeof(long double _Complex), 0,
 		    sizeof(long double _Complex));
+	size_extent(MPI_CXX_BOOL, sizeof(_Bool), 0, sizeof(_Bool));
+	size_extent(MPI_CXX_FLOAT_COMPLEX, sizeof(float _Complex), 0, sizeof(float _Complex));
+	size_extent(MPI_CXX_DOUBLE_COMPLEX, sizeof(double _Complex), 0,
+		    sizeof(double _Complex));
+	size_extent(MPI_CXX_LONG_DOUBLE_COMPLEX, sizeof(long double _Complex), 0,
+		    sizeof(long double _Complex));
 	size_extent(MPI_DOUBLE_INT, 12, 0, 16);
 	size_extent(MPI_FLOAT_INT, 8, 0, 8);
 	size_extent(MPI_SHORT_INT, 6, 0, 8);
@@ -88,7 +94,7 @@ static void test_builtins(void)
 	size_extent(MPI_LONG_DOUBLE_INT, sizeof(long double) + 4, 0,
 		    sizeof(struct vd_pair_ldi));
 	CHECK(vd_dtype_get(0) == NULL);
-	CHECK(vd_dtype_get(35) == NULL);
+	CHECK(vd_dtype_get(37) == NULL);       /* a gap in the predefined numbers */
 	CHECK(vd_dtype_get(64) == NULL);
 	CHECK(vd_dtype_get(-3) == NULL);
 	CHECK(vd_dtype_comm(MPI_INT) != NULL);
@@ -207,6 +213,8 @@ static void test_ops(void)
 	CHECK(vd_op_apply(MPI_BXOR, by, by2, 2, MPI_BYTE) == 0 && by2[0] == 0x0f);
 	CHECK(vd_op_apply(MPI_SUM, by, by2, 2, MPI_BYTE) == MPI_ERR_OP);
 	CHECK(vd_op_apply(MPI_LXOR, bo, bo2, 2, MPI_C_BOOL) == 0 && !bo2[0] && bo2[1]);
+	CHECK(vd_op_apply(MPI_LOR, bo, bo2, 2, MPI_CXX_BOOL) == 0 && bo2[0] && bo2[1]);
+	CHECK(vd_op_apply(MPI_SUM, bo, bo2, 2, MPI_CXX_BOOL) == MPI_ERR_OP);
 	CHECK(vd_op_apply(MPI_BAND, d, dd, 2, MPI_DOUBLE) == MPI_ERR_OP);
 	CHECK(vd_op_apply(MPI_MAXLOC, a, b, 2, MPI_INT) == MPI_ERR_OP);
 	CHECK(vd_op_apply(MPI_SUM, p, q, 1, MPI_DOUBLE_INT) == MPI_ERR_OP);
@@ -218,6 +226,9 @@ static void test_ops(void)
 
 		CHECK(vd_op_apply(MPI_PROD, &x, &y, 1, MPI_C_DOUBLE_COMPLEX) == 0);
 		CHECK(y == 5 + 5 * _Complex_I);
+		CHECK(vd_op_apply(MPI_SUM, &x, &y, 1, MPI_CXX_DOUBLE_COMPLEX) == 0);
+		CHECK(y == 6 + 7 * _Complex_I);
+		CHECK(vd_op_apply(MPI_MAX, &x, &y, 1, MPI_CXX_DOUBLE_COMPLEX) == MPI_ERR_OP);
 	}
 	CHECK(vd_op_commutative(MPI_SUM) && !vd_op_commutative(77));
 }
