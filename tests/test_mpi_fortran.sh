@@ -46,6 +46,10 @@ wrapper_check "a vdfort program runs under vdrun without LD_LIBRARY_PATH" \
 	env -u LD_LIBRARY_PATH timeout -k 5 60 "$VDRUN" -n 2 "$tmp/f90"
 wrapper_check "vdfort -showme:libs names the Fortran library" \
 	sh -c "'$B/tools/vdfort' -showme:libs | grep -q viaduct_mpifort"
+wrapper_check "vdfort x.f90 --showme:libs names the Fortran library" \
+	sh -c "'$B/tools/vdfort' x.f90 --showme:libs | grep -q viaduct_mpifort"
+wrapper_check "vdfort -link_info links the Fortran library" \
+	sh -c "'$B/tools/vdfort' -link_info | grep -q -- -lviaduct_mpifort"
 
 cat >"$tmp/wrong.f90" <<'EOP'
 program wrong

@@ -3,7 +3,8 @@
 #
 # vdcc and vdcxx, the compiler wrappers: -show prints the command (headers,
 # libraries, rpath), the -showme:* / -compile-info / -link-info forms print
-# parts of it, -c compiles without link flags, VIADUCT_CC overrides the
+# parts of it (also spelled --showme:*, -compile_info, -link_info, and
+# anywhere on the line), -c compiles without link flags, VIADUCT_CC overrides the
 # compiler and CC=vdcc (./configure CC=vdcc) neither recurses nor is obeyed,
 # other arguments pass through.  When libviaduct_mpi is built: a program built
 # with vdcc runs without LD_LIBRARY_PATH, alone and under vdrun, and the
@@ -85,6 +86,54 @@ has "-showme:libdirs" "$(info -showme:libdirs)" "$B/src"
 has "--version" "$(info --version)" "viaduct" "MPI compiler wrapper"
 has "--help" "$(info --help)" "-showme:link" "VIADUCT_CC"
 "$VDCC" -showme:bogus >/dev/null 2>&1 && fail "vdcc -showme:bogus succeeded"
+# Refused by the wrapper itself, not by the compiler.
+for bogus in --showme:bogus "x.c -showme:bogus" "-O2 --showme:bogus"; do
+	# shellcheck disable=SC2086 # several arguments
+	err=$("$VDCC" $bogus 2>&1) && fail "vdcc $bogus succeeded"
+	has "vdcc $bogus" "$err" "unknown option '${bogus##* }'"
+done
+[ "$(VIADUCT_CC="ccache-like gcc" "$VDCC" -showme:command 2>&1)" = "ccache-like gcc" ] ||
+	fail "-showme:command: $(VIADUCT_CC="ccache-like gcc" "$VDCC" -showme:command 2>&1)"
+[[ $(info -compile-info) == "$(info -showme:command) -"* ]] ||
+	fail "-showme:command is not -compile-info's compiler: $(info -showme:command)"
+
+# The other spellings: Open MPI's manual writes --showme and --showme:*,
+# MPICH takes -compile_info and -link_info.  Each answers as its form above
+# does, and so does every query after other arguments (Open MPI's and
+# MPICH's wrappers answer a query wherever it is; build systems put their
+# own flags first) -- none of them reaches the compiler.
+same() {
+	local what=$1 want=$2
+	shift 2
+	local got
+	got=$("$VDCC" "$@" 2>&1) || { fail "vdcc $*: exit $?: $got"; return; }
+	[ "$got" = "$want" ] || fail "vdcc $* ($what): '$got', want '$want'"
+}
+for q in -showme:compile -showme:link -showme:command -showme:incdirs \
+	-showme:libdirs -showme:libs -showme:version -showme:help \
+	-compile-info -link-info; do
+	want=$(info "$q")
+	[ -n "$want" ] || fail "vdcc $q printed nothing"
+	same "later" "$want" -O2 x.c "$q"
+	same "later" "$want" x.c -o x -Wall "$q" -c
+	case $q in
+	-showme:*)
+		same "Open MPI's spelling" "$want" "-$q"
+		same "Open MPI's spelling, later" "$want" x.c -o x "-$q" ;;
+	-*-info)
+		same "MPICH's spelling" "$want" "${q/-info/_info}"
+		same "MPICH's spelling, later" "$want" x.c -O2 "${q/-info/_info}" ;;
+	esac
+done
+same "like --version" "$(info --version)" -showme:version
+same "like --help" "$(info --help)" -showme:help
+same "like -show" "$show" --showme prog.c -o prog -O2
+same "like -show" "$show" prog.c -o prog --showme -O2
+same "the first query answers" "$(info -showme:libs)" x.c -showme:libs -showme:compile
+same "a query beats -show" "$(info -showme:libdirs)" -show x.c -showme:libdirs
+# First only: later on the line, --version and --help are the compiler's.
+has "x.c --version" "$("$VDCC" -show x.c --version)" "x.c --version" "-lviaduct_mpi"
+has "x.c --help" "$("$VDCC" -show x.c --help)" "x.c --help" "-lviaduct_mpi"
 has "vdcxx -show" "$("$VDCXX" -show x.cc)" "c++ " "x.cc" "-lviaduct_mpi"
 show_q=$("$VDCC" -show 'a b.c' -DX='"y z"')
 has "quoting" "$show_q" "'a b.c'" "'-DX=\"y z\"'"
