@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: MIT
 #
-# Hosts on one machine: network namespaces joined by a veth pair, for the
-# tests that need two hosts.  Source it, then
-#     vd_netns_up            two hosts: $VD_NS_A ($VD_IP_A), $VD_NS_B ($VD_IP_B)
-#     vd_in A|B CMD...       run CMD on that host
+# Hosts on one machine: network namespaces joined by a veth pair (two
+# hosts) or by a bridge (three), for the tests that need several hosts.
+# Source it, then
+#     vd_netns_up [3]        two hosts: $VD_NS_A ($VD_IP_A), $VD_NS_B ($VD_IP_B);
+#                            with 3, also $VD_NS_C ($VD_IP_C), all three on
+#                            a bridge in a namespace of its own
+#     vd_in A|B|C CMD...     run CMD on that host
 #     vd_link down|up        take B's end of the link down / up again
 #     vd_netns_agent FILE    write a launcher's remote agent to FILE:
 #                            called as ssh is ([options] HOST WORDS...), it
@@ -14,18 +17,43 @@
 # namespaces (10.231.N.0/24, N from our pid).
 
 vd_netns_cleanup() {
-	ip netns del "$VD_NS_A" 2>/dev/null
-	ip netns del "$VD_NS_B" 2>/dev/null
+	local ns
+	for ns in "$VD_NS_A" "$VD_NS_B" "${VD_NS_C:-}" "${VD_NS_S:-}"; do
+		[ -z "$ns" ] || ip netns del "$ns" 2>/dev/null
+	done
 }
 
 # The EXIT trap does not run when the test is killed outright (ctest's
 # timeout, kill -9): a detached watchdog removes the namespaces once this
 # shell is gone.  It holds none of the test's output pipes.
 vd_netns_watchdog() {
-	local owner=$$ a=vdA$$ b=vdB$$
+	local owner=$$ ns
 	setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done
-		ip netns del $a 2>/dev/null; ip netns del $b 2>/dev/null" \
+		for ns in vdA$$ vdB$$ vdC$$ vdS$$; do ip netns del \$ns 2>/dev/null; done" \
 		</dev/null >/dev/null 2>&1 &
+}
+
+# Hosts A, B and C, each with a veth to a bridge in namespace $VD_NS_S.
+vd_netns_bridge() {
+	local h
+	VD_NS_C=vdC$$
+	VD_NS_S=vdS$$
+	VD_IP_C=${VD_IP_A%.1}.3
+	ip netns add "$VD_NS_C" 2>/dev/null && ip netns add "$VD_NS_S" 2>/dev/null || {
+		echo "SKIP: cannot create network namespaces here"
+		exit 77
+	}
+	ip -n "$VD_NS_S" link add br0 type bridge || exit 1
+	ip -n "$VD_NS_S" link set br0 up
+	for h in a:"$VD_NS_A" b:"$VD_NS_B" c:"$VD_NS_C"; do
+		ip -n "$VD_NS_S" link add "p${h%%:*}" type veth peer name "v${h%%:*}" \
+			netns "${h#*:}" || exit 1
+		ip -n "$VD_NS_S" link set "p${h%%:*}" master br0 up || exit 1
+	done
+	ip -n "$VD_NS_C" addr add "$VD_IP_C/24" dev vc
+	ip -n "$VD_NS_C" link set lo up
+	ip -n "$VD_NS_C" link set vc up
+	export VD_NS_C VD_NS_S VD_IP_C
 }
 
 vd_netns_up() {
@@ -45,7 +73,11 @@ vd_netns_up() {
 		echo "SKIP: cannot create network namespaces here"
 		exit 77
 	fi
-	ip -n "$VD_NS_A" link add va type veth peer name vb netns "$VD_NS_B" || exit 1
+	if [ "${1:-2}" = 3 ]; then
+		vd_netns_bridge
+	else
+		ip -n "$VD_NS_A" link add va type veth peer name vb netns "$VD_NS_B" || exit 1
+	fi
 	ip -n "$VD_NS_A" addr add "$VD_IP_A/24" dev va
 	ip -n "$VD_NS_B" addr add "$VD_IP_B/24" dev vb
 	for ns in "$VD_NS_A" "$VD_NS_B"; do
@@ -62,6 +94,7 @@ vd_in() {
 	case $host in
 	A) ip netns exec "$VD_NS_A" "$@" ;;
 	B) ip netns exec "$VD_NS_B" "$@" ;;
+	C) ip netns exec "$VD_NS_C" "$@" ;;
 	esac
 }
 
@@ -77,6 +110,7 @@ while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
 case \$1 in
 $VD_IP_A) ns=$VD_NS_A ;;
 $VD_IP_B) ns=$VD_NS_B ;;
+${VD_IP_C:-none}) ns=${VD_NS_C:-none} ;;
 *) echo "nsrsh: unknown host \$1" >&2; exit 255 ;;
 esac
 shift

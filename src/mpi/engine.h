@@ -280,6 +280,9 @@ bool vd_place_job_net(void);
 int vd_place_local(enum vd_transport t, VIP_NIC_HANDLE nic);
 int vd_place_exchange(void);
 const uint8_t *vd_place_host(enum vd_transport t, int rank, unsigned *len);
+/* Where rank lives, for messages: "on this host", "on host A.B.C.D" (its
+ * fabric address), ... */
+void vd_place_where(int rank, char *out, size_t len);
 void vd_place_finalize(void);
 
 /* wire.c: VIPL plumbing. */

@@ -11,6 +11,7 @@
  * 0 a fresh job key when the environment has none: the launcher's
  * key-value space is shared by the job's processes only.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -506,6 +507,22 @@ const uint8_t *vd_place_host(enum vd_transport t, int rank, unsigned *len)
 {
 	*len = P.alen[t];
 	return t == VD_T_OFI && rank != vd_mpi.rank ? P.addr[rank] : P.local[t];
+}
+
+void vd_place_where(int rank, char *out, size_t len)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	if (!P.via || rank < 0 || rank >= vd_mpi.size) {
+		snprintf(out, len, "on an unknown host");
+	} else if (P.via[rank] != VD_T_OFI || !P.addr) {
+		snprintf(out, len, "on %s host", P.node[rank] == P.node[vd_mpi.rank] ?
+						  "this" : "another");
+	} else if (P.alen[VD_T_OFI] == 4 && inet_ntop(AF_INET, P.addr[rank], ip, sizeof(ip))) {
+		snprintf(out, len, "on host %s", ip);
+	} else {
+		snprintf(out, len, "on node %u", (unsigned)P.node[rank]);
+	}
 }
 
 void vd_place_finalize(void)

@@ -275,14 +275,16 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 	if (e->ErrorCode == VIP_ERROR_CONN_LOST) {
 		intptr_t r = (intptr_t)VipGetUserData(e->ViHandle) - 1;
 		struct timespec pause = { 0, 300 * 1000 * 1000 };
-		char msg[96];
+		char msg[160], where[64];
 
 		/* The launcher stops the job within milliseconds of the
 		 * death and names the rank that died; give it the chance to
 		 * tell the real story before this consequence is reported. */
 		nanosleep(&pause, NULL);
-		snprintf(msg, sizeof(msg), "lost the connection to rank %ld (it died?)",
-			 (long)r);
+		vd_place_where((int)r, where, sizeof(where));
+		snprintf(msg, sizeof(msg),
+			 "lost the connection to rank %ld %s (it died, or the link to it)",
+			 (long)r, where);
 		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
 		vd_pmi_abort(MPI_ERR_OTHER, msg);
 	} else if (e->ResourceCode == VIP_RESOURCE_VI) {
@@ -290,10 +292,11 @@ static void on_vipl_error(void *ctx, VIP_ERROR_DESCRIPTOR *e)
 		 * overrun) leaves its peer unreachable: end the job with the
 		 * reason rather than wait on it forever. */
 		intptr_t r = (intptr_t)VipGetUserData(e->ViHandle) - 1;
-		char msg[96];
+		char msg[160], where[64];
 
-		snprintf(msg, sizeof(msg), "the connection to rank %ld broke (VIA error %d)",
-			 (long)r, (int)e->ErrorCode);
+		vd_place_where((int)r, where, sizeof(where));
+		snprintf(msg, sizeof(msg), "the connection to rank %ld %s broke (VIA error %d)",
+			 (long)r, where, (int)e->ErrorCode);
 		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
 		vd_pmi_abort(MPI_ERR_INTERN, msg);
 	}
