@@ -197,6 +197,32 @@ expect_usage "path not found" 127 "No such file" -n 2 "$TMP/no-such-program"
 expect_usage "not executable" 126 "not an executable" -n 2 "$TMP/not-executable"
 run "$VDRUN" --help
 [ "$rc" -eq 0 ] && [[ $out == usage:* ]] || fail "--help: exit $rc: $out"
+[[ $out == *"-v, --verbose"* ]] || fail "--help does not mention -v, --verbose"
+# A single letter is a short option or an error: -o and -t must not run a
+# job as --oversubscribe / --tag-output, nor "--v" mean --version.
+expect_usage "-o is no abbreviation" 2 "unknown option '-o'" -o -n 1 true
+expect_usage "-t is no abbreviation" 2 "unknown option '-t'" -t -n 1 true
+expect_usage "-b is no abbreviation" 2 "unknown option '-b'" -b none -n 1 true
+expect_usage "--v is ambiguous" 2 "ambiguous option '--v'" --v -n 1 true
+run "$VDRUN" -ov -n 1 true
+[ "$rc" -eq 0 ] || fail "-ov (--oversubscribe in two letters): exit $rc: $err"
+
+# -v, the verbose flag of mpirun and Hydra, runs the job (it used to be
+# taken for --version: exit 0 and nothing run) and first says where each
+# rank runs and what.
+for v in -v --verbose; do
+	run "$VDRUN" "$v" -n 2 sh -c 'echo "ran $PMI_RANK"' : -n 1 /bin/echo "two words"
+	host=$(hostname)
+	want="vdrun: rank 0 on $host (context 1): $(command -v sh) -c 'echo \"ran \$PMI_RANK\"'
+vdrun: rank 1 on $host (context 1): $(command -v sh) -c 'echo \"ran \$PMI_RANK\"'
+vdrun: rank 2 on $host (context 2): /bin/echo 'two words'"
+	if [ "$rc" -ne 0 ] || [ "$(sort <<<"$out" | tr '\n' ,)" != "ran 0,ran 1,two words," ] ||
+		[ "$err" != "$want" ]; then
+		fail "$v: exit $rc, out '$out', err '$err', want '$want'"
+	else
+		echo "ok: $v runs the job and prints its mapping first"
+	fi
+done
 
 # ---- environment and binding ----------------------------------------------
 run "$VDRUN" -np 3 sh -c 'echo "$PMI_RANK $PMI_SIZE $PMI_FD"'

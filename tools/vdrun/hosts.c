@@ -301,6 +301,53 @@ bool job_is_remote(const struct opts *o)
 	return false;
 }
 
+/* ---- -v: the mapping ------------------------------------------------------- */
+
+/* A word as a shell reads it back: quoted when it holds more than
+ * letters, digits and a few punctuation marks. */
+static void print_word(FILE *f, const char *w)
+{
+	if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_-+=.,:/@%") == strlen(w)) {
+		fputs(w, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *w; w++) {
+		if (*w == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*w, f);
+	}
+	fputc('\'', f);
+}
+
+/* "vdrun: rank R on HOST: PROGRAM ARGS", a line per rank, so that a job
+ * log shows where each rank ran and what it ran. */
+void hosts_print(const struct opts *o, FILE *f)
+{
+	char self[VDRUN_HOST_MAX] = "localhost";
+
+	if (!o->have_hosts && gethostname(self, sizeof(self) - 1) != 0)
+		snprintf(self, sizeof(self), "localhost");
+	for (int r = 0; r < o->n; r++) {
+		int a = app_of_rank(o, r);
+		const struct app *app = &o->apps[a];
+
+		fprintf(f, "vdrun: rank %d on %s", r, o->have_hosts ? o->hosts[o->host_of[r]].name : self);
+		if (o->napps > 1)
+			fprintf(f, " (context %d)", a + 1);
+		fputs(": ", f);
+		print_word(f, app->path);
+		for (int i = 1; app->argv[i]; i++) {
+			fputc(' ', f);
+			print_word(f, app->argv[i]);
+		}
+		fputc('\n', f);
+	}
+	fflush(f);
+}
+
 /* ---- PMI_process_mapping --------------------------------------------------- */
 
 /* MPICH's "(vector,(node,nodes,ranks-per-node),...)": each triple places

@@ -138,6 +138,8 @@ int main(int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--proxy") == 0)
 		return proxy_main();
 	parse_args(argc, argv, &o);
+	if (o.verbose)
+		hosts_print(&o, stderr);
 	ensure_std_fds();
 	ensure_fd_limit(o.n);
 	job_init(&job, &o);

@@ -3,7 +3,9 @@
  * vdrun's command line.  Options are read with getopt_long_only, so that
  * the single-dash long options mpiexec users type (-np, -ppn, -genv,
  * -wdir, -host) work next to the short ones (-n, -H, -f, -x, -l) and the
- * GNU ones (--host, --map-by, --oversubscribe, --tag-output).
+ * GNU ones (--host, --map-by, --oversubscribe, --tag-output).  A long
+ * option may be shortened, to two letters at least: a single letter is a
+ * short option or an error, never a long option guessed from it.
  *
  * An MPMD line "-n 1 a : -n 2 b" is split at its ":" words first; each
  * context's options are parsed on their own (getopt reset), and stop at
@@ -55,6 +57,7 @@ void usage(FILE *f)
 	      "                        hosts of one machine count each other's ranks)\n"
 	      "  --bind-to none        do not pin (the default for more ranks than CPUs)\n"
 	      "Other:\n"
+	      "  -v, --verbose         print each rank's host and command on stderr first\n"
 	      "  --version             print the version\n"
 	      "  -h, --help            this text\n"
 	      "Environment: VIADUCT_RSH (the launch agent), VIADUCT_VDRUN_TIMEOUT (seconds\n"
@@ -165,6 +168,7 @@ static const struct option long_opts[] = {
 	{ "genv", required_argument, NULL, OPT_GENV },
 	{ "tag-output", no_argument, NULL, 'l' },
 	{ "launch-agent", required_argument, NULL, OPT_AGENT },
+	{ "verbose", no_argument, NULL, 'v' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -174,6 +178,34 @@ static const struct option long_opts[] = {
 static const char *bad_word(char **av, int ac)
 {
 	return optind > 0 && optind <= ac ? av[optind - 1] : "?";
+}
+
+/* getopt_long_only reads a single letter that is no short option as the
+ * start of a long one: "-o" would be --oversubscribe, and "-v", the
+ * verbose flag of other launchers, was --version.  A long option is
+ * shortened to two letters at least; word is the one getopt started on. */
+static void check_abbrev(const char *word, int longindex)
+{
+	const char *name = word + 1 + (word[1] == '-');
+
+	if (longindex >= 0 && name[0] && (!name[1] || name[1] == '='))
+		usage_error("unknown option '%s' (a long option is shortened to two letters at "
+			    "least: -%.2s for --%s)", word, long_opts[longindex].name,
+			    long_opts[longindex].name);
+}
+
+/* Why getopt refused the word: unknown, or the start of several options. */
+static void unknown_option(const char *word)
+{
+	const char *name = word + 1 + (word[1] == '-');
+	size_t len = strcspn(name, "=");
+	int matches = 0;
+
+	for (int i = 0; long_opts[i].name && word[0] == '-'; i++)
+		matches += len > 0 && strncmp(long_opts[i].name, name, len) == 0;
+	if (matches > 1)
+		usage_error("ambiguous option '%s': the start of several long options", word);
+	usage_error("unknown option '%s'", word);
 }
 
 static void one_option(int c, char **av, int ac, struct opts *o, struct app *app)
@@ -202,6 +234,9 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
 		break;
 	case 'l':
 		o->tag_output = true;
+		break;
+	case 'v':
+		o->verbose = true;
 		break;
 	case OPT_BIND:
 		o->bind = parse_bind(optarg);
@@ -234,7 +269,7 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
 	case ':':
 		usage_error("%s needs a value", bad_word(av, ac));
 	default:
-		usage_error("unknown option '%s'", bad_word(av, ac));
+		unknown_option(bad_word(av, ac));
 	}
 }
 
@@ -242,12 +277,22 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
  * Returns the index in av of its program (ac if none). */
 static int parse_options(int ac, char **av, struct opts *o, struct app *app)
 {
-	int c;
+	int c, at, longindex;
 
 	optind = 0;             /* GNU: start afresh, for each context */
 	opterr = 0;             /* our messages, with the usage */
-	while ((c = getopt_long_only(ac, av, "+:n:H:f:x:lh", long_opts, NULL)) != -1)
+	for (;;) {
+		/* A long option is read from a fresh word: the one at optind
+		 * (0 means 1 before the first call). */
+		at = optind ? optind : 1;
+		longindex = -1;
+		c = getopt_long_only(ac, av, "+:n:H:f:x:lvh", long_opts, &longindex);
+		if (c == -1)
+			break;
+		if (c != '?' && c != ':' && at < ac)
+			check_abbrev(av[at], longindex);
 		one_option(c, av, ac, o, app);
+	}
 	return optind;
 }
 

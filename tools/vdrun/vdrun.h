@@ -85,6 +85,7 @@ struct opts {
 	int nenv;
 	const char *wdir;       /* NULL: vdrun's directory */
 	bool tag_output;
+	bool verbose;           /* -v: the mapping on stderr before the start */
 	const char *agent;      /* NULL: $VIADUCT_RSH, else ssh */
 };
 
@@ -215,6 +216,7 @@ void hosts_setup(struct opts *o);
 bool host_is_local(const char *name);
 int hosts_mapping(const struct opts *o, char *out, size_t len);
 bool job_is_remote(const struct opts *o);
+void hosts_print(const struct opts *o, FILE *f);
 
 /* ---- pmi_server.c ---- */
 void pmi_handle_line(struct job *job, int r, char *line);
