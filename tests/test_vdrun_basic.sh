@@ -224,6 +224,25 @@ vdrun: rank 2 on $host (context 2): /bin/echo 'two words'"
 	fi
 done
 
+# ---- --tag-output --------------------------------------------------------------
+# Lines longer than a read are kept whole (a line of 1500 bytes came out as
+# two tagged lines of 1024 and 476); only past 1 MiB are they cut, into
+# tagged pieces of 1 MiB.
+run "$VDRUN" -n 2 -l sh -c 'head -c 1500 /dev/zero | tr "\0" a; echo
+	head -c 300000 /dev/zero | tr "\0" b; echo; echo short
+	head -c 1500000 /dev/zero | tr "\0" c; echo'
+got=$(awk '{print substr($0, 1, 5), length($0)}' <<<"$out" | sort | tr '\n' ,)
+want="[0] a 1504,[0] b 300004,[0] c 1048580,[0] c 451428,[0] s 9,[1] a 1504,[1] b 300004,[1] c 1048580,[1] c 451428,[1] s 9,"
+if [ "$rc" -ne 0 ] || [ "$got" != "$want" ]; then
+	fail "--tag-output with long lines: exit $rc, lines '$got', want '$want'"
+else
+	echo "ok: --tag-output keeps lines of 1500 and 300000 bytes whole, cuts one past 1 MiB"
+fi
+# One rank's lines stay in order, whole, whatever their length.
+run "$VDRUN" -n 1 -l sh -c 'for n in 10 5000 70000 10 200000 3; do head -c $n /dev/zero | tr "\0" x; echo; done'
+got=$(awk '{print length($0) - 4}' <<<"$out" | tr '\n' ' ')
+[ "$rc" -eq 0 ] && [ "$got" = "10 5000 70000 10 200000 3 " ] || fail "--tag-output, lines in order: '$got'"
+
 # ---- environment and binding ----------------------------------------------
 run "$VDRUN" -np 3 sh -c 'echo "$PMI_RANK $PMI_SIZE $PMI_FD"'
 [ "$rc" -eq 0 ] && [ "$(printf '%s\n' "$out" | awk '{print $1, $2}' | sort | tr '\n' ,)" = "0 3,1 3,2 3," ] ||

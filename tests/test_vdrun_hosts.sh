@@ -202,6 +202,13 @@ else
 fi
 run -H "$A:1,$HB:1" -n 2 -l sh -c 'echo hi'
 [ "$(sort <<<"$out" | tr '\n' ,)" = "[0] hi,[1] hi," ] || fail "-l: $out"
+# A proxy tags its ranks' lines as vdrun does: long lines stay whole there
+# too (they were cut every 1024 bytes).
+run -H "$A:1,$HB:1" -n 2 -l sh -c 'head -c 100000 /dev/zero | tr "\0" a; echo; echo short'
+got=$(awk '{print substr($0, 1, 5), length($0)}' <<<"$out" | sort | tr '\n' ,)
+[ "$rc" -eq 0 ] && [ "$got" = "[0] a 100004,[0] s 9,[1] a 100004,[1] s 9," ] &&
+	echo "ok: --tag-output keeps a line of 100000 bytes whole on both hosts" ||
+	fail "--tag-output with a long line across hosts: exit $rc: '$got'"
 
 # ---- slots ------------------------------------------------------------------------
 run -H "$A:1,$HB:1" -n 3 true

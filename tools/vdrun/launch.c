@@ -7,7 +7,9 @@
  *
  * --tag-output: a rank's stdout and stderr are pipes whose lines the
  * parent writes out prefixed with "[rank] ", in its own event loop (no
- * helper process that could outlive the job).
+ * helper process that could outlive the job).  A line is kept whole up
+ * to TAG_LINE_MAX, so that a long line (a dumped array, a JSON record)
+ * is not cut into several tagged ones.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "vdrun.h"
@@ -168,23 +171,35 @@ int launch_rank(const struct launch *l, const sigset_t *mask, pid_t *pid, int *p
 
 /* ---- --tag-output ------------------------------------------------------------ */
 
+#define TAG_LINE_START 4096     /* a pipe's first buffer; it grows with its lines */
+
 static int tag_add(struct tagset *ts, int rank, int dest, int *write_fd)
 {
+	char *buf = malloc(TAG_LINE_START);
 	int p[2];
 
+	if (!buf)
+		return -ENOMEM;
 	if (ts->n == ts->cap) {
 		int cap = ts->cap ? ts->cap * 2 : 16;
 		struct tagout *t = realloc(ts->t, (size_t)cap * sizeof(*t));
 
-		if (!t)
+		if (!t) {
+			free(buf);
 			return -ENOMEM;
+		}
 		ts->t = t;
 		ts->cap = cap;
 	}
-	if (pipe2(p, O_CLOEXEC) != 0)
-		return -errno;
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		int err = -errno;
+
+		free(buf);
+		return err;
+	}
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
-	ts->t[ts->n++] = (struct tagout){ .fd = p[0], .rank = rank, .dest = dest };
+	ts->t[ts->n++] = (struct tagout){ .fd = p[0], .rank = rank, .dest = dest,
+					  .buf = buf, .cap = TAG_LINE_START };
 	*write_fd = p[1];
 	return 0;
 }
@@ -221,20 +236,76 @@ static void write_all(int fd, const char *p, size_t len)
  * mix. */
 static void tag_emit(const struct tagout *t, const char *line, size_t len)
 {
-	char out[sizeof(t->buf) + 32];
-	int pre = snprintf(out, sizeof(out), "[%d] ", t->rank);
+	char pre[32];
+	int plen = snprintf(pre, sizeof(pre), "[%d] ", t->rank);
+	struct iovec iov[3] = {
+		{ .iov_base = pre, .iov_len = (size_t)plen },
+		{ .iov_base = (char *)line, .iov_len = len },
+		{ .iov_base = "\n", .iov_len = 1 },
+	};
+	size_t total = (size_t)plen + len + 1;
+	ssize_t n;
 
-	memcpy(out + pre, line, len);
-	out[pre + (int)len] = '\n';
-	write_all(t->dest, out, (size_t)pre + len + 1);
+	do
+		n = writev(t->dest, iov, 3);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 || (size_t)n == total)
+		return;         /* done, or our own output is gone */
+	/* A short write (a full non-blocking pipe, a signal): the rest in
+	 * order, still before any other line. */
+	for (int i = 0; i < 3; i++) {
+		size_t skip = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+
+		n -= (ssize_t)skip;
+		write_all(t->dest, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+	}
+}
+
+/* Room for more of the line: the buffer doubles, up to TAG_LINE_MAX. */
+static int tag_grow(struct tagout *t)
+{
+	size_t cap = t->cap * 2;
+	char *buf;
+
+	if (t->cap >= TAG_LINE_MAX)
+		return -1;
+	if (cap > TAG_LINE_MAX)
+		cap = TAG_LINE_MAX;
+	if (!(buf = realloc(t->buf, cap)))
+		return -1;
+	t->buf = buf;
+	t->cap = cap;
+	return 0;
+}
+
+/* The complete lines read so far, out; the unfinished one moves to the
+ * front of the buffer. */
+static void tag_lines(struct tagout *t)
+{
+	char *start = t->buf, *nl;
+
+	while ((nl = memchr(t->buf + t->scanned, '\n', t->len - t->scanned))) {
+		tag_emit(t, start, (size_t)(nl - start));
+		start = nl + 1;
+		t->scanned = (size_t)(start - t->buf);
+	}
+	t->len -= (size_t)(start - t->buf);
+	memmove(t->buf, start, t->len);
+	t->scanned = t->len;
 }
 
 static void tag_read(struct tagout *t)
 {
 	for (;;) {
-		ssize_t n = read(t->fd, t->buf + t->len, sizeof(t->buf) - t->len);
-		char *start = t->buf, *nl;
+		ssize_t n;
 
+		/* A line that fills TAG_LINE_MAX (or no memory for more):
+		 * what we have goes out as a piece of it. */
+		if (t->len == t->cap && tag_grow(t) != 0) {
+			tag_emit(t, t->buf, t->len);
+			t->len = t->scanned = 0;
+		}
+		n = read(t->fd, t->buf + t->len, t->cap - t->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -242,21 +313,13 @@ static void tag_read(struct tagout *t)
 		if (n <= 0) {   /* EOF: the last, unfinished line too */
 			if (t->len)
 				tag_emit(t, t->buf, t->len);
+			t->len = t->scanned = 0;
 			close(t->fd);
 			t->fd = -1;
 			return;
 		}
 		t->len += (size_t)n;
-		while ((nl = memchr(start, '\n', t->len - (size_t)(start - t->buf)))) {
-			tag_emit(t, start, (size_t)(nl - start));
-			start = nl + 1;
-		}
-		t->len -= (size_t)(start - t->buf);
-		memmove(t->buf, start, t->len);
-		if (t->len == sizeof(t->buf)) {         /* a very long line: in pieces */
-			tag_emit(t, t->buf, t->len);
-			t->len = 0;
-		}
+		tag_lines(t);
 	}
 }
 
@@ -306,9 +369,11 @@ void tag_drain(struct tagset *ts, int timeout_ms)
 
 void tag_free(struct tagset *ts)
 {
-	for (int i = 0; i < ts->n; i++)
+	for (int i = 0; i < ts->n; i++) {
 		if (ts->t[i].fd >= 0)
 			close(ts->t[i].fd);
+		free(ts->t[i].buf);
+	}
 	free(ts->t);
 	ts->t = NULL;
 	ts->n = ts->cap = 0;

@@ -143,13 +143,17 @@ struct pending {
 	struct inbuf in;
 };
 
-/* One rank's stdout or stderr, prefixed line by line (--tag-output). */
+/* One rank's stdout or stderr, prefixed line by line (--tag-output).
+ * The buffer grows with the line up to TAG_LINE_MAX; a longer line is
+ * written in pieces of that size. */
+#define TAG_LINE_MAX (1u << 20)
 struct tagout {
 	int fd;                 /* the pipe's read end, -1 at EOF */
 	int rank;
 	int dest;               /* STDOUT_FILENO or STDERR_FILENO */
-	size_t len;
-	char buf[1024];
+	size_t len, cap;
+	size_t scanned;         /* buf[0..scanned) holds no newline */
+	char *buf;
 };
 
 struct tagset {
