@@ -135,6 +135,32 @@ expect_failure "a rank sends an endless line" 1 "rank 0 broke the PMI protocol" 
 run "$VDRUN" -n 3 true
 [ "$rc" -eq 0 ] || fail "vdrun -n 3 true: exit $rc: $err"
 
+# Messages of ranks that fail at once stay lines of their own (a child's
+# message was written in three pieces, and two ranks' pieces mixed:
+# "vdrun: rank 1: vdrun: rank 0: cannot ...").
+printf 'not a program\n' >"$TMP/garbage"
+chmod 755 "$TMP/garbage"
+mixed=0
+for _ in $(seq 15); do
+	run "$VDRUN" -n 8 "$TMP/garbage"
+	bad=$(grep -cvE "^vdrun: rank [0-9]+: cannot execute $TMP/garbage: Exec format error\$|^vdrun: rank [0-9]+ exited with status 126; stopping the job\$" <<<"$err")
+	[ "$rc" -eq 126 ] || fail "a program that cannot be executed: exit $rc: $err"
+	[ "$bad" -eq 0 ] || { mixed=$((mixed + 1)); echo "$err" | head -4; }
+done
+[ "$mixed" -eq 0 ] && echo "ok: the failure messages of 8 ranks at once are whole lines" ||
+	fail "the failure messages of ranks mixed in $mixed of 15 jobs"
+
+# A -wdir this machine cannot enter is said once, before any rank starts.
+for d in "$TMP/no-such-dir" "$TMP/garbage"; do
+	run "$VDRUN" -n 4 -wdir "$d" sh -c 'echo started'
+	if [ "$rc" -ne 1 ] || [ -n "$out" ] || [ "$(wc -l <<<"$err")" -ne 1 ] ||
+		[[ $err != "vdrun: cannot change to directory $d: "* ]]; then
+		fail "-wdir $d: exit $rc, out '$out', err '$err'"
+	else
+		echo "ok: -wdir $d: exit 1 before the start: $err"
+	fi
+done
+
 # vdrun stopped by SIGTERM / killed by SIGKILL: no rank survives.
 # wait_ranks N: until N ranks of ours run (at most 5 s).
 wait_ranks() {

@@ -190,6 +190,12 @@ run -H "$A:1,$HB:1" -n 2 -wdir "$TMP/wd dir" sh -c 'echo "$PMI_RANK $(pwd)"'
 run -H "$A:1,$HB:1" -n 2 -wdir "$TMP/no-such-dir" true
 [ "$rc" -ne 0 ] && [[ $err == *"cannot change to directory"* ]] &&
 	echo "ok: a -wdir that does not exist fails the job" || fail "-wdir missing: exit $rc: $err"
+# Only host B runs ranks: vdrun does not try the directory here, B's
+# ranks say, each on a line of its own.
+run -H "$HB:2" -n 2 -wdir "$TMP/no-such-dir" true
+bad=$(grep -cvE "^vdrun: rank [01] on host $HB: cannot change to directory $TMP/no-such-dir: No such file or directory\$|^vdrun: rank [01] on host $HB exited with status 1; stopping the job\$" <<<"$err")
+[ "$rc" -eq 1 ] && [ "$bad" -eq 0 ] && [[ $err == *"on host $HB: cannot change to directory"* ]] &&
+	echo "ok: a -wdir missing on B alone fails the job there" || fail "-wdir missing on B: exit $rc: $err"
 
 run -H "$A:1,$HB:1" -n 2 --tag-output sh -c 'echo "out $PMI_RANK"; echo "err $PMI_RANK" >&2; printf "no newline"'
 got_out=$(sort <<<"$out" | tr '\n' ,)

@@ -69,11 +69,9 @@ void fail(struct job *job, int status, const char *fmt, ...)
 
 	if (job->stopping)
 		return;
-	fputs("vdrun: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say_line("vdrun: ", "; stopping the job", fmt, ap);
 	va_end(ap);
-	fputs("; stopping the job\n", stderr);
 	job->status = status ? status : 1;
 	stop_job(job);
 }

@@ -31,16 +31,16 @@ static void child_says(const struct launch *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void child_says(const struct launch *l, const char *fmt, ...)
 {
+	char prefix[VDRUN_HOST_MAX + 64];
 	va_list ap;
 
 	if (l->host)
-		fprintf(stderr, "vdrun: rank %d on host %s: ", l->rank, l->host);
+		snprintf(prefix, sizeof(prefix), "vdrun: rank %d on host %s: ", l->rank, l->host);
 	else
-		fprintf(stderr, "vdrun: rank %d: ", l->rank);
+		snprintf(prefix, sizeof(prefix), "vdrun: rank %d: ", l->rank);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say_line(prefix, "", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static int allowed_cpus(int *cpus, int max)

@@ -42,6 +42,28 @@ const char *signame(int sig, char *buf, size_t len)
 	return buf;
 }
 
+/* A message on stderr as one line in one write(2): ranks, proxies and
+ * vdrun share stderr, and stdio writes a line made of several calls in
+ * as many pieces, which mixed the messages of two ranks. */
+void say_line(const char *prefix, const char *suffix, const char *fmt, va_list ap)
+{
+	char msg[2 * PATH_MAX], line[sizeof(msg) + 512];
+	int len;
+	ssize_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	len = snprintf(line, sizeof(line), "%s%s%s\n", prefix, msg, suffix);
+	if (len < 0)
+		return;
+	if ((size_t)len >= sizeof(line)) {      /* cut, but still a line */
+		len = (int)sizeof(line) - 1;
+		line[len - 1] = '\n';
+	}
+	do
+		n = write(STDERR_FILENO, line, (size_t)len);
+	while (n < 0 && errno == EINTR);
+}
+
 long elapsed_ns(const struct timespec *since)
 {
 	struct timespec now;

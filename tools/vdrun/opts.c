@@ -13,6 +13,7 @@
  * -n belongs to its context; every other option applies to the job.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -415,6 +416,30 @@ static void resolve_programs(struct opts *o)
 	}
 }
 
+/* A -wdir this machine cannot enter fails every rank of it: said once,
+ * before anything starts.  Other hosts' ranks try it there. */
+static void check_wdir(const struct opts *o)
+{
+	struct stat st;
+	int err = 0;
+	bool here = false;
+
+	for (int h = 0; h < o->nhosts && !here; h++)
+		here = o->hosts[h].local && o->hosts[h].nranks > 0;
+	if (!o->wdir || !here)
+		return;
+	if (stat(o->wdir, &st) != 0)
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	else if (faccessat(AT_FDCWD, o->wdir, X_OK, AT_EACCESS) != 0)
+		err = errno;
+	if (err) {
+		fprintf(stderr, "vdrun: cannot change to directory %s: %s\n", o->wdir, strerror(err));
+		exit(1);
+	}
+}
+
 void parse_args(int argc, char **argv, struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -433,6 +458,7 @@ void parse_args(int argc, char **argv, struct opts *o)
 		usage_error("VIADUCT_RSH: the command is too long");
 	hosts_setup(o);
 	resolve_programs(o);
+	check_wdir(o);
 }
 
 /* The context rank r belongs to. */

@@ -67,13 +67,13 @@ static struct {
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
+	char prefix[VDRUN_HOST_MAX + 32];
 	va_list ap;
 
-	fprintf(stderr, "vdrun proxy on %s: ", P.host);
+	snprintf(prefix, sizeof(prefix), "vdrun proxy on %s: ", P.host);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say_line(prefix, "", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* ---- start: stdin, connect, the job ------------------------------------------ */

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -206,6 +207,8 @@ struct launch {
 /* ---- main.c ---- */
 long elapsed_ns(const struct timespec *since);
 const char *signame(int sig, char *buf, size_t len);
+void say_line(const char *prefix, const char *suffix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 /* ---- opts.c ---- */
 void usage(FILE *f);
