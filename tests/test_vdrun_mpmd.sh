@@ -44,6 +44,36 @@ for bad in "-n 1 /bin/true :" "-n 1 /bin/true : /bin/true" ": -n 1 /bin/true" \
 		fail "'vdrun $bad' exit $rc (want 2, a usage error): $(cat "$B/mpmd.err")"
 	fi
 done
-rm -f "$B/mpmd.err"
 [ "$fails" -eq 0 ] && echo "ok: malformed ':' lines are usage errors"
+
+# Options other than -n apply to the whole job: two contexts that give
+# one two values are refused (-x FOO=a : -x FOO=b gave b to both), as is
+# -n twice in a context (the last one was taken).
+conflict() {
+	local want=$1
+	shift
+	timeout 30 "$VDRUN" "$@" >/dev/null 2>"$B/mpmd.err"
+	rc=$?
+	if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" "$B/mpmd.err"; then
+		fail "'vdrun $*' exit $rc (want 2, '$want'): $(cat "$B/mpmd.err")"
+	else
+		echo "ok: vdrun $*: $(head -1 "$B/mpmd.err")"
+	fi
+}
+conflict "FOO given twice, with different values ('a' and 'b')" \
+	-n 1 -x FOO=a /bin/true : -n 1 -x FOO=b /bin/true
+conflict "FOO given twice, with different values" -n 1 -x FOO=a -genv FOO b /bin/true
+conflict "--bind-to given twice, with different values" \
+	-n 1 --bind-to none /bin/true : -n 1 --bind-to core /bin/true
+conflict "--map-by given twice" -n 1 --map-by node /bin/true : -n 1 --map-by slot /bin/true
+conflict "-ppn given twice" -ppn 1 -n 1 /bin/true : -ppn 2 -n 1 /bin/true
+conflict "-wdir given twice" -n 1 -wdir /tmp /bin/true : -n 1 -wdir / /bin/true
+conflict "context 1: -n given twice" -n 2 -n 3 /bin/true
+conflict "context 2: -n given twice" -n 1 /bin/true : -np 2 -n 2 /bin/true
+# The same value twice is no conflict, and a variable reaches every context.
+out=$(timeout 30 "$VDRUN" -n 1 -x FOO=a --bind-to none sh -c 'echo "1 $FOO"' : \
+	-n 1 -x FOO=a --bind-to none sh -c 'echo "2 $FOO"' : -n 1 sh -c 'echo "3 $FOO"' 2>&1 | sort | tr '\n' ,)
+[ "$out" = "1 a,2 a,3 a," ] && echo "ok: one value given in several contexts reaches them all" ||
+	fail "-x FOO=a in two contexts: '$out'"
+rm -f "$B/mpmd.err"
 [ "$fails" -eq 0 ]

@@ -10,7 +10,8 @@
  * An MPMD line "-n 1 a : -n 2 b" is split at its ":" words first; each
  * context's options are parsed on their own (getopt reset), and stop at
  * the context's program, whose arguments are never read as options.
- * -n belongs to its context; every other option applies to the job.
+ * -n belongs to its context, once; every other option applies to the job,
+ * and given in two contexts it must have one value (-x per variable).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -138,14 +139,38 @@ static void add_env(struct opts *o, const char *opt, const char *name, size_t nl
 	if (!value && !(value = getenv(n)))
 		usage_error("%s %s: %s is not set here; give a value: %s %s=VALUE", opt, n, n, opt,
 			    n);
+	/* The variables go to every context: one given twice with two values
+	 * would silently hold one of them in both. */
+	for (int i = 0; i < o->nenv; i++) {
+		if (strcmp(o->env[i].name, n) != 0)
+			continue;
+		if (strcmp(o->env[i].value, value) != 0)
+			usage_error("%s given twice, with different values ('%s' and '%s'); -x and "
+				    "-genv apply to every context of the job", n, o->env[i].value,
+				    value);
+		free(n);
+		return;
+	}
 	o->env[o->nenv++] = (struct envvar){ .name = n, .value = value };
 }
 
+/* Options other than -n apply to the whole job, whichever context names
+ * them: given twice, in one context or two, they must agree, for no value
+ * is right for one context and silently wrong for the other. */
 static void set_once(const char **slot, const char *opt, const char *v)
 {
 	if (*slot && strcmp(*slot, v) != 0)
 		usage_error("%s given twice, with different values", opt);
 	*slot = v;
+}
+
+/* The same for a number or a mode, unset while 0: the value to keep. */
+static int agree(int old, int v, const char *opt)
+{
+	if (old && old != v)
+		usage_error("%s given twice, with different values; it applies to every "
+			    "context of the job", opt);
+	return v;
 }
 
 /* ---- getopt ---------------------------------------------------------------- */
@@ -215,6 +240,10 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
 
 	switch (c) {
 	case 'n':
+		/* One context, one count (as Hydra refuses a duplicate):
+		 * "-n 2 -n 3" is a slip, not a request for 3. */
+		if (app->n)
+			usage_error("context %d: -n given twice", (int)(app - o->apps) + 1);
 		app->n = parse_count("-n", optarg);
 		break;
 	case 'H':
@@ -240,13 +269,13 @@ static void one_option(int c, char **av, int ac, struct opts *o, struct app *app
 		o->verbose = true;
 		break;
 	case OPT_BIND:
-		o->bind = parse_bind(optarg);
+		o->bind = (enum bind_mode)agree((int)o->bind, (int)parse_bind(optarg), "--bind-to");
 		break;
 	case OPT_MAP:
-		o->map = parse_map(optarg);
+		o->map = (enum map_mode)agree((int)o->map, (int)parse_map(optarg), "--map-by");
 		break;
 	case OPT_PPN:
-		o->ppn = parse_count("-ppn", optarg);
+		o->ppn = agree(o->ppn, parse_count("-ppn", optarg), "-ppn");
 		break;
 	case OPT_OVERSUB:
 		o->oversubscribe = true;
