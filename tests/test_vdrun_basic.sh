@@ -290,6 +290,28 @@ if [ "$ncpus" -ge 2 ]; then
 	[ "$(printf '%s\n' "$out" | sort -u)" = "$allowed" ] ||
 		fail "--bind-to none: ranks on '$out', vdrun may use '$allowed'"
 fi
+
+# --map-by core: without -n a rank per CPU vdrun may use, rank i bound to
+# the i-th of them; more ranks than CPUs only with --oversubscribe (they
+# then wrap around); --bind-to none still unbinds.
+cpu_list=$(awk -v RS=, -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) printf "%d ", c }' <<<"$allowed")
+CPUS='echo "$PMI_RANK $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+run "$VDRUN" --map-by core sh -c "$CPUS"
+got=$(sort -n <<<"$out" | awk '{printf "%s ", $2}')
+if [ "$rc" -ne 0 ] || [ "$got" != "$cpu_list" ]; then
+	fail "--map-by core: exit $rc, ranks on CPUs '$got', want '$cpu_list': $err"
+else
+	echo "ok: --map-by core: one rank per CPU, in order: $got"
+fi
+expect_usage "--map-by core, more ranks than CPUs" 2 \
+	"$((ncpus + 1)) ranks, but only $ncpus slot(s)" --map-by core -n $((ncpus + 1)) true
+run "$VDRUN" --map-by core --oversubscribe -n $((ncpus + 1)) sh -c "$CPUS"
+got=$(sort -n <<<"$out" | awk '{printf "%s ", $2}')
+[ "$rc" -eq 0 ] && [ "$got" = "$cpu_list${cpu_list%% *} " ] ||
+	fail "--map-by core --oversubscribe: exit $rc, ranks on CPUs '$got': $err"
+run "$VDRUN" --map-by core --bind-to none -n 1 sh -c "$CPUS"
+[ "$rc" -eq 0 ] && [ "$out" = "0 $allowed" ] || fail "--map-by core --bind-to none: '$out' $err"
+
 # More ranks than CPUs: no binding by default, and the job still runs.
 run "$VDRUN" -n $((ncpus + 1)) "$PROBE" kvs 32
 [ "$rc" -eq 0 ] || fail "kvs with more ranks than CPUs: exit $rc: $err"

@@ -167,6 +167,20 @@ placement "-ppn 1" AB -H "$A:4,$HB:4" -ppn 1 -n 2
 placement "no -n: one rank per slot" ABB -H "$A:1,$HB:2"
 placement "no -n, -ppn 2: two per host" AABB -H "$A,$HB" -ppn 2
 placement "--oversubscribe wraps around" ABAB --host "$A,$HB" --oversubscribe -n 4
+placement "--map-by core: the list's slots, in order" AABB -H "$A:2,$HB:2" --map-by core -n 4
+# ... and each rank bound to one CPU, the ranks of a host to different
+# ones (host B's counted after A's: the namespaces share this machine).
+if [ "$(nproc)" -ge 2 ]; then
+	run -H "$A:2,$HB:2" --map-by core -n 4 sh -c \
+		'echo "$PMI_RANK $(ip netns identify) $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
+	got=$(sort -n <<<"$out" | awk '{print $3}' | tr '\n' ' ')
+	set -- $got
+	if [ "$rc" -ne 0 ] || [ $# -ne 4 ] || [[ $got == *[-,]* ]] || [ "$1" = "$2" ] || [ "$3" = "$4" ]; then
+		fail "--map-by core across hosts: exit $rc, CPUs by rank '$got': $err"
+	else
+		echo "ok: --map-by core binds each rank of both hosts to one CPU: $got"
+	fi
+fi
 
 printf '# Open MPI format\n\n%s slots=1   # first\n%s slots=3\n' "$A" "$HB" >"$TMP/hosts.ompi"
 placement "hostfile, Open MPI format" ABBB --hostfile "$TMP/hosts.ompi" -n 4
@@ -401,7 +415,7 @@ expect_usage() {
 		echo "ok: $what: exit 2: $(head -1 <<<"$err")"
 	fi
 }
-expect_usage "bad --map-by" "'core' is neither 'slot' nor 'node'" --map-by core -n 2 true
+expect_usage "bad --map-by" "'socket' is not 'slot', 'node' or 'core'" --map-by socket -n 2 true
 expect_usage "0 slots" "'0' is not a number of slots" -H "$A:0" -n 1 true
 expect_usage "slots not a number" "'x' is not a number of slots" -H "$A:x" -n 1 true
 expect_usage "empty host" "empty host name" -H "$A,,$HB" -n 1 true

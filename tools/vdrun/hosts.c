@@ -2,7 +2,9 @@
 /*
  * Where the ranks run: the host list (-H, --hostfile), which of its hosts
  * is this machine, and the placement of ranks on slots (--map-by, -ppn,
- * --oversubscribe).  Also the PMI_process_mapping value that tells MPICH
+ * --oversubscribe).  --map-by core places as slot does, with a slot per
+ * core on this machine when there is no host list (a remote host's CPUs
+ * are not known before its ranks start: its slots are the list's).  Also the PMI_process_mapping value that tells MPICH
  * programs which ranks share a host.
  *
  * A host names no more than its slots; a host given twice adds its slots,
@@ -16,6 +18,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -201,6 +204,18 @@ bool host_is_local(const char *name)
 
 /* ---- placement ------------------------------------------------------------- */
 
+/* --map-by core without a host list: this machine has a slot per CPU
+ * vdrun may use, the CPUs its ranks are bound to (launch.c). */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0 || (n = CPU_COUNT(&set)) < 1)
+		return 1;
+	return n < VDRUN_MAX_RANKS ? n : VDRUN_MAX_RANKS;
+}
+
 static int slots_of(const struct opts *o, int h)
 {
 	return o->ppn ? o->ppn : o->hosts[h].slots;
@@ -212,7 +227,8 @@ static void place(struct opts *o, int r, int h)
 	o->hosts[h].nranks++;
 }
 
-/* slot: fill each host's slots in order; past the last, start over. */
+/* slot (and core): fill each host's slots in order; past the last,
+ * start over. */
 static void map_by_slot(struct opts *o)
 {
 	int r = 0;
@@ -271,20 +287,18 @@ void hosts_setup(struct opts *o)
 	if (o->hostfile)
 		parse_hostfile(o, o->hostfile);
 	o->have_hosts = o->nhosts > 0;
+	if (!o->have_hosts) {   /* this machine: as many ranks as asked */
+		snprintf(o->hosts[0].name, VDRUN_HOST_MAX, "localhost");
+		o->hosts[0].slots = o->map == MAP_CORE ? usable_cpus() : o->n;
+		o->nhosts = 1;
+	}
 	if (o->n == 0)
 		ranks_from_slots(o);
 	o->host_of = calloc((size_t)o->n, sizeof(*o->host_of));
 	if (!o->host_of)
 		usage_error("out of memory");
-	if (!o->have_hosts) {   /* this machine, as many ranks as asked */
-		snprintf(o->hosts[0].name, VDRUN_HOST_MAX, "localhost");
-		o->hosts[0].slots = o->ppn ? o->ppn : o->n;
-		o->nhosts = 1;
-		if (o->ppn)
-			check_slots(o);
-	} else {
+	if (o->have_hosts || o->ppn || o->map == MAP_CORE)
 		check_slots(o);
-	}
 	for (int h = 0; h < o->nhosts; h++)
 		o->hosts[h].local = !o->have_hosts || host_is_local(o->hosts[h].name);
 	if (o->map == MAP_NODE)

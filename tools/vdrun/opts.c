@@ -34,7 +34,8 @@ void usage(FILE *f)
 	      "       vdrun [options] -n N program [args...] : -n M program2 [args...] ...\n"
 	      "Ranks:\n"
 	      "  -n, -np N             start N ranks (1 to 4096 in the whole job); without\n"
-	      "                        it, a job of one context with hosts has one a slot\n"
+	      "                        it, a job of one context with hosts (or --map-by\n"
+	      "                        core) has one a slot\n"
 	      "  :                     separates application contexts (MPMD): each has its\n"
 	      "                        own -n and program, ranks are numbered in order,\n"
 	      "                        MPI_COMM_WORLD spans them all\n"
@@ -43,8 +44,11 @@ void usage(FILE *f)
 	      "                        a:2,b:4 (slots); a host twice adds its slots\n"
 	      "  -f, --hostfile FILE   hosts from FILE, one a line: 'host slots=N' (Open MPI)\n"
 	      "                        or 'host:N' (MPICH); '#' comments (alias --machinefile)\n"
-	      "  --map-by slot|node    slot: fill each host's slots in order (default);\n"
-	      "                        node: one rank per host in turn\n"
+	      "  --map-by slot|node|core\n"
+	      "                        slot: fill each host's slots in order (default);\n"
+	      "                        node: one rank per host in turn; core: as slot,\n"
+	      "                        each rank bound to its own CPU, and without hosts\n"
+	      "                        this machine has a slot per CPU vdrun may use\n"
 	      "  -ppn N                N ranks per host (replaces the slot counts)\n"
 	      "  --oversubscribe       allow more ranks than slots (else vdrun refuses)\n"
 	      "  --launch-agent CMD    reaches other hosts as 'CMD host command...'\n"
@@ -109,7 +113,9 @@ static enum map_mode parse_map(const char *s)
 		return MAP_SLOT;
 	if (strcmp(s, "node") == 0)
 		return MAP_NODE;
-	usage_error("--map-by: '%s' is neither 'slot' nor 'node'", s);
+	if (strcmp(s, "core") == 0)
+		return MAP_CORE;
+	usage_error("--map-by: '%s' is not 'slot', 'node' or 'core'", s);
 }
 
 static bool env_name_ok(const char *s, size_t len)
@@ -477,8 +483,13 @@ void parse_args(int argc, char **argv, struct opts *o)
 	if (o->napps == 0)
 		usage_error("the number of ranks is missing (-n N)");
 	for (int a = 0; a < o->napps; a++)      /* one context may take the slots */
-		if (o->apps[a].n == 0 && (o->napps > 1 || (!o->host_arg && !o->hostfile)))
+		if (o->apps[a].n == 0 && (o->napps > 1 || (!o->host_arg && !o->hostfile &&
+							   o->map != MAP_CORE)))
 			usage_error("context %d: the number of ranks is missing (-n N)", a + 1);
+	/* --map-by core places a rank per core: each is bound to its own, as
+	 * with Open MPI, unless --bind-to none says otherwise. */
+	if (o->map == MAP_CORE && o->bind == BIND_DEFAULT)
+		o->bind = BIND_CORE;
 	if (!o->agent)
 		o->agent = getenv("VIADUCT_RSH");
 	if (!o->agent || !*o->agent)

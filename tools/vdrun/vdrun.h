@@ -46,7 +46,7 @@
 #define EXIT_NOTFOUND 127
 
 enum bind_mode { BIND_DEFAULT, BIND_CORE, BIND_NONE };
-enum map_mode { MAP_DEFAULT, MAP_SLOT, MAP_NODE };      /* default: slot */
+enum map_mode { MAP_DEFAULT, MAP_SLOT, MAP_NODE, MAP_CORE };    /* default: slot */
 
 struct app {
 	int n;                  /* ranks of this context */
