@@ -62,4 +62,28 @@ for n in 1 2 4 7; do
 	check_failure kill "$n" 'signal|kill'
 	check_failure abort "$n" 'abort'
 done
+
+# The last rank leaves without MPI_Finalize (exit 0) while the others are
+# in it, under a launcher that does not notice such an exit (the minimal
+# PMI-1 server waits for every process): MPI_Finalize must not wait for it
+# for good.  The others' MPI ends the job, naming the rank, within the
+# limit; the old finalize waited in the PMI fence until killed.
+server="$(cd "$(dirname "$0")" && pwd)/mpi/pmi1_server.py"
+if command -v python3 >/dev/null; then
+	for n in 2 3; do
+		timeout -k 5 20 python3 "$server" "mtjob$$" "$n" "$prog" leave >"$out" 2>"$mt_log"
+		rc=$?
+		t_end=$(date +%s.%N)
+		t_fail=$(sed -n 's/^FAILTIME //p' "$out" | head -1)
+		dt=$(echo "$t_end - ${t_fail:-0}" | bc)
+		if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$t_fail" ] &&
+			[ "$(echo "$dt <= 3" | bc)" = 1 ] &&
+			grep -q "lost the connection to rank $((n - 1))" "$mt_log"; then
+			mt_ok "leave n=$n: a rank gone before MPI_Finalize ends the job, ${dt}s after"
+		else
+			mt_bad "leave n=$n: exit $rc, ${dt}s after the rank left (limit 3s)"
+			sed 's/^/     | /' "$mt_log" | head -10
+		fi
+	done
+fi
 mt_done

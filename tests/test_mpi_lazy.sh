@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Lazy connections (VIADUCT_MPI_CONNECT=lazy, the default): a ring makes
-# 2 connections a rank, MPI_Init and MPI_Finalize alone none (but for the
-# measurement of tune.c, turned off there), and every
+# 2 connections a rank, MPI_Init none (but for the measurement of tune.c,
+# turned off there) and MPI_Finalize those to the rank's two neighbours in
+# WORLD (its check that every rank came), and every
 # first-message case works (a rendezvous as the first message, from both
 # sides at once; MPI_ANY_SOURCE from peers that never sent; collectives,
 # a nonblocking one and a window over all pairs) under the default and
@@ -59,8 +60,9 @@ for n in $MT_RANKS; do
 	pmi_linear "$n"
 	lazy_count "ring" "$n" "$ring" -- ring
 	# The switch-point measurement connects a host's first two ranks
-	# (test_mpi_tune.sh); without it MPI_Init connects nobody.
-	lazy_count "init only" "$n" 0 VIADUCT_MPI_TUNE=0 -- init
+	# (test_mpi_tune.sh); without it MPI_Init connects nobody, and
+	# MPI_Finalize each rank to its neighbours: the ring's count.
+	lazy_count "init and finalize only" "$n" "$ring" VIADUCT_MPI_TUNE=0 -- init
 	lazy_count "all pairs at once" "$n" $((n - 1)) -- storm
 	lazy_count "every case" "$n" $((n - 1)) -- all
 	lazy_count "ring, eager start-up" "$n" $((n - 1)) VIADUCT_MPI_CONNECT=eager -- ring

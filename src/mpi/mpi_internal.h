@@ -193,6 +193,10 @@ bool vd_op_valid(MPI_Op op);
  * last one (comm.c numbers SELF's four from 4), which no message between
  * two processes otherwise uses. */
 #define VD_CTX_TUNE 7u
+/* MPI_Finalize's word to the neighbours (init.c) on WORLD's ranks: tune.c
+ * is done with that context by then; a tag of its own keeps them apart
+ * anyway. */
+#define VD_CTX_FINALIZE VD_CTX_TUNE
 struct vd_hier;
 struct vd_topo;
 struct vd_attr;
