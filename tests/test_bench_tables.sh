@@ -116,6 +116,15 @@ if "$PY" "$BENCH/hosts_table.py" "$T/floors.csv" >"$T/out" 2>&1; then
 		'15\.00 +16\.00 +10\.00 +12\.00 +0\.94 +1\.50 +1\.25$'
 else bad "hosts_table.py with the floors:"; sed 's/^/     | /' "$T/out"; fi
 
+# Bcast across the hosts, 2 and 4 ranks, each with its own table.
+printf 'section,case,x,metric,value\nbcast,viaduct,4,usec,3\nbcast,openmpi,4,usec,2\nbcast,mpich,4,usec,4\nbcast,viaduct_n4,4,usec,5\nbcast,openmpi_n4,4,usec,10\n' >"$T/bcast.csv"
+if "$PY" "$BENCH/hosts_table.py" "$T/bcast.csv" >"$T/out" 2>&1; then
+	expect "hosts_table.py: Bcast, 2 ranks" "$(grep -A2 'MPI_Bcast, 2 ranks' "$T/out" | grep -m1 ' 4 B ')" \
+		'3\.00 +2\.00 +4\.00 +1\.50 +MISS$'
+	expect "hosts_table.py: Bcast, 4 ranks" "$(grep -A2 'MPI_Bcast, 4 ranks' "$T/out" | grep -m1 ' 4 B ')" \
+		'5\.00 +10\.00 +0\.50 *$'
+else bad "hosts_table.py with Bcast:"; sed 's/^/     | /' "$T/out"; fi
+
 # --- report.py: one host, the cases run.sh writes
 csv=$T/mpi.csv
 {

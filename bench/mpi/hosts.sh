@@ -4,7 +4,8 @@
 # bench/mpi/hosts.sh -- the MPI benchmark across two hosts (docs/bench-mpi.md,
 # "Across two hosts").
 #
-# The programs of bench/mpi/run.sh (latency, bw, bibw, allreduce), built
+# The programs of bench/mpi/run.sh (latency, bw, bibw, allreduce) and
+# MPI_Bcast (coll.c as bench/mpi/coll.sh has it), built
 # with viaduct's vdcc, mpicc.openmpi and mpicc.mpich, run between two
 # "hosts" made of Linux namespaces on this machine (as root), next to the
 # raw TCP floor (build/bench/tcp_floor) and libfabric's own ping-pong
@@ -23,7 +24,7 @@
 # Environment: PYTHON (default /usr/bin/python3), MPI_BENCH_TIMEOUT
 # (seconds per program run), MPI_HOSTS_QUIET_WAIT (seconds to wait before
 # each run for the CPUs to be >= 90 % idle for a second; default 30),
-# MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce"),
+# MPI_HOSTS_PROGS (a subset of "latency bw bibw allreduce bcast"),
 # MPI_HOSTS_OFI_PROVIDER (viaduct's VIADUCT_OFI_PROVIDER, default empty:
 # viaduct's own choice, net where libfabric offers it next to tcp;ofi_rxm;
 # also fi_pingpong's provider, net or else tcp when empty),
@@ -37,7 +38,7 @@
 # The launchers run inside host A; their remote agent behaves like ssh
 # (skips options, joins the words, runs them with bash inside host B).
 # Two ranks: rank 0 on host A pinned to CPU 0, rank 1 on host B pinned to
-# CPU 1.  Allreduce also runs with 4 ranks, two per host, not pinned
+# CPU 1.  Allreduce and Bcast also run with 4 ranks, two per host, not pinned
 # (4 ranks on 2 CPUs: oversubscribed).
 #   viaduct   mpiexec.hydra -hosts A,B -launcher ssh -launcher-exec AGENT,
 #             VIADUCT_OFI_PROVIDER=MPI_HOSTS_OFI_PROVIDER (shm or
@@ -94,7 +95,7 @@ CSV=$OUT/mpi-hosts.csv
 TMO=${MPI_BENCH_TIMEOUT:-$([ -n "$QUICK" ] && echo 120 || echo 300)}
 VDCC=$BUILD/tools/vdcc
 TCP_FLOOR=$BUILD/bench/tcp_floor
-PROGS=${MPI_HOSTS_PROGS:-latency bw bibw allreduce}
+PROGS=${MPI_HOSTS_PROGS:-latency bw bibw allreduce bcast}
 OFI_PROVIDER=${MPI_HOSTS_OFI_PROVIDER:-}
 # VAR=VALUE words added to every measured run (e.g. VIADUCT_MPI_PROTOCOL=get)
 read -r -a EXTRA_ENV <<<"${MPI_HOSTS_ENV:-}"
@@ -342,7 +343,7 @@ run() {
 # check IMPL NRANKS: a short run that shows which way the ranks talk.
 check() {
 	local impl=$1 n=$2 label=$1 log prog=latency args ok=1 want
-	[ "$n" = 2 ] || { label=${impl}_n$n; prog=allreduce; }
+	[ "$n" = 2 ] || { label=${impl}_n$n; prog=$COLL4; }
 	log=$WORK/logs/check-$label.log
 	args=(--max-size 8 --runs 1 --time 0.01)
 	case $impl in
@@ -418,10 +419,13 @@ echo "== MPI across hosts: $NS_A ($IP_A) <-> $NS_B ($IP_B), veth; libraries: $IM
 echo "== transport checks"
 IMPLS4=
 ALL=$IMPLS
+# The collective whose 4-rank run shows the transports.
+COLL4=allreduce
+case " $PROGS " in *" allreduce "*) ;; *) COLL4=bcast ;; esac
 for impl in ${ALL//,/ }; do
 	check "$impl" 2 || skip "$impl" "its transport check failed (see above)"
-	# The 4-rank runs are allreduce's alone.
-	case " $PROGS " in *" allreduce "*) ;; *) continue ;; esac
+	# The 4-rank runs are the collectives' alone.
+	case " $PROGS " in *" allreduce "* | *" bcast "*) ;; *) continue ;; esac
 	if want "$impl"; then check "$impl" 4 && IMPLS4=$IMPLS4,$impl; fi
 done
 IMPLS4=${IMPLS4#,}
@@ -509,7 +513,7 @@ for prog in $PROGS; do
 		[ "$prog" = latency ] && [ $TCP = 1 ] && tcp_floor "$round"
 		[ "$prog" = latency ] && [ $FABRIC = 1 ] && fabric_floor "$round"
 		for impl in ${IMPLS//,/ }; do run "$impl" 2 "$prog"; done
-		if [ "$prog" = allreduce ]; then
+		if [ "$prog" = allreduce ] || [ "$prog" = bcast ]; then
 			for impl in ${IMPLS4//,/ }; do run "$impl" 4 "$prog"; done
 		fi
 	done

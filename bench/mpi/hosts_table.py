@@ -41,6 +41,8 @@ TESTS = (
     ("bibw", "", "mb_per_s", "Bidirectional bandwidth (64 x MPI_Isend each way)", "MB/s", False, False),
     ("allreduce", "", "usec", "MPI_Allreduce, 2 ranks (one per host)", "us", True, False),
     ("allreduce", "_n4", "usec", "MPI_Allreduce, 4 ranks (two per host, not pinned)", "us", True, False),
+    ("bcast", "", "usec", "MPI_Bcast, 2 ranks (one per host)", "us", True, False),
+    ("bcast", "_n4", "usec", "MPI_Bcast, 4 ranks (two per host, not pinned)", "us", True, False),
 )
 # The floors measured beside the libraries: case in the CSV, column title,
 # ratio column title.
