@@ -83,6 +83,8 @@ if VIADUCT_PROVIDER=ofi:tcp "$B/tests/test_vipl_api_vi" >/dev/null 2>&1; then
 		mt_run "every case over ofi, rendezvous" "$n" VIADUCT_MPI_NET=ofi \
 			VIADUCT_OFI_PROVIDER=tcp VIADUCT_MPI_PROTOCOL=rndv -- lazy
 	done
+elif [ "${VDTEST_STRICT:-0}" = 1 ]; then
+	mt_bad "the ofi provider cannot open here, and VDTEST_STRICT=1 wants its cases"
 else
 	echo "(the ofi provider cannot open here: its cases are skipped)"
 fi

@@ -180,6 +180,8 @@ if timeout 10 srun --mpi=list 2>&1 | grep -qw pmix; then
 		mt_bad "srun --mpi=pmix -n 2 mpi_hello: exit $rc after ${secs}s: neither one job of 2 ranks nor refused naming PMIx"
 		show_out
 	fi
+elif [ "${VDTEST_STRICT:-0}" = 1 ]; then
+	mt_bad "srun --mpi=list shows no pmix, and VDTEST_STRICT=1 wants srun --mpi=pmix checked"
 else
 	echo "---- srun --mpi=list shows no pmix: srun --mpi=pmix is not checked"
 fi

@@ -214,6 +214,8 @@ fi
 
 if vs_cmd srun --mpi=list 2>&1 | grep -qw pmix; then
 	mpi_runs pmix 4 coll p2p
+elif [ "${VDTEST_STRICT:-0}" = 1 ]; then
+	mt_bad "srun --mpi=list shows no pmix, and VDTEST_STRICT=1 wants srun --mpi=pmix checked"
 else
 	echo "---- srun --mpi=list shows no pmix: srun --mpi=pmix is not checked"
 fi

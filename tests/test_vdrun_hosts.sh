@@ -480,6 +480,8 @@ if [ -x "$B/tests/mpi/mpitest_p2p" ] && [ -x "$B/tests/mpi/mpitest_coll" ] &&
 		fail "MPI rank killed on B: exit $rc in $ms ms: $err"
 	fi
 	check_nothing_left "mpitest_jobctl kill"
+elif [ "${VDTEST_STRICT:-0}" = 1 ]; then
+	fail "the ofi provider does not open here, and VDTEST_STRICT=1 wants the MPI programs across hosts"
 else
 	echo "note: the ofi provider does not open here; no MPI program across hosts"
 fi
