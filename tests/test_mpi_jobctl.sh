@@ -70,7 +70,7 @@ done
 # limit; the old finalize waited in the PMI fence until killed.
 server="$(cd "$(dirname "$0")" && pwd)/mpi/pmi1_server.py"
 if command -v python3 >/dev/null; then
-	for n in 2 3; do
+	for n in 2 3 4 7; do
 		timeout -k 5 20 python3 "$server" "mtjob$$" "$n" "$prog" leave >"$out" 2>"$mt_log"
 		rc=$?
 		t_end=$(date +%s.%N)

@@ -127,34 +127,35 @@ int PMPI_Is_thread_main(int *flag)
 	return MPI_SUCCESS;
 }
 
-/* Before anyone may leave, each rank tells its right neighbour in WORLD
- * that it has come to MPI_Finalize and waits to hear it from its left
- * one.  A rank that died, or left without MPI_Finalize, fails its left
- * neighbour's send (the connect, or the connection) or its right
- * neighbour's receive, which ends the job naming it (wire.c) under any
- * launcher; the PMI fence that follows would wait for it for good under
- * a launcher that does not notice.  Two connections a rank at most,
- * made lazily as any others. */
+/* Before anyone may leave, each rank tells both its neighbours in WORLD
+ * that it has come to MPI_Finalize and waits to hear it from both.  A
+ * rank that died, or left without MPI_Finalize, is then awaited by two
+ * ranks that connected to it themselves (or were connected already) and
+ * are still running: its exit breaks their connection, or their connect
+ * fails, and the job ends naming it (wire.c) under any launcher -- the
+ * PMI fence that follows would wait for it for good under a launcher
+ * that does not notice.  Two connections a rank at most, made lazily as
+ * any others.  0, or -EIO after a failure the caller ends the job for. */
 static int finalize_neighbours(void)
 {
 	enum { TAG_FINALIZE = 2 };      /* tune.c's messages carry 1 */
 	struct vd_comm *world = vd_comm_get(MPI_COMM_WORLD);
-	int n = vd_mpi.size, me = vd_mpi.rank, err, e;
-	MPI_Request rq[2];
-	char in, out = 0;
+	int n = vd_mpi.size, me = vd_mpi.rank;
+	int peer[2] = { (me + n - 1) % n, (me + 1) % n };
+	int np = n > 2 ? 2 : n - 1;     /* two ranks: one neighbour */
+	MPI_Request rq[4];
+	char in[2], out = 0;
 
-	if (n < 2)
-		return 0;
-	err = vd_irecv(&in, 0, MPI_BYTE, (me + n - 1) % n, TAG_FINALIZE, world,
-		       VD_CTX_FINALIZE, &rq[0]);
-	if (err)
-		return err;
-	err = vd_isend(&out, 0, MPI_BYTE, (me + 1) % n, TAG_FINALIZE, world, VD_CTX_FINALIZE,
-		       VD_SEND_STD, &rq[1]);
-	if (!err)
-		err = vd_wait(&rq[1], MPI_STATUS_IGNORE);
-	e = vd_wait(&rq[0], MPI_STATUS_IGNORE);
-	return err ? err : e;
+	for (int i = 0; i < np; i++)
+		if (vd_irecv(&in[i], 0, MPI_BYTE, peer[i], TAG_FINALIZE, world, VD_CTX_FINALIZE,
+			     &rq[i]) ||
+		    vd_isend(&out, 0, MPI_BYTE, peer[i], TAG_FINALIZE, world, VD_CTX_FINALIZE,
+			     VD_SEND_STD, &rq[np + i]))
+			return -EIO;
+	for (int i = 0; i < 2 * np; i++)
+		if (vd_wait(&rq[i], MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EIO;
+	return 0;
 }
 
 #pragma weak MPI_Finalize = PMPI_Finalize
@@ -167,8 +168,12 @@ int PMPI_Finalize(void)
 	vd_attr_delete_all(MPI_COMM_SELF, vd_comm_get(MPI_COMM_SELF));
 	/* Everything this rank queued goes out before anyone disconnects. */
 	vd_wire_flush();
-	if (finalize_neighbours())
-		vd_pmi_abort(MPI_ERR_OTHER, "MPI_Finalize: the ranks could not meet");
+	if (finalize_neighbours()) {
+		static const char msg[] = "MPI_Finalize: could not meet the neighbouring ranks";
+
+		fprintf(stderr, "viaduct MPI: rank %d: %s\n", vd_mpi.rank, msg);
+		vd_pmi_abort(MPI_ERR_OTHER, msg);
+	}
 	/* From here peers may leave at any moment (the barrier does not
 	 * release every rank at once): a lost connection is no error. */
 	__atomic_store_n(&vd_mpi.phase, VD_MPI_AFTER, __ATOMIC_RELEASE);
