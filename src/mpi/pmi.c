@@ -345,15 +345,22 @@ static int pmi_handshake(void)
 
 /* Which command of the launch line started this rank (MPI_APPNUM).
  * Every PMI-1 server MPICH runs under answers get_appnum (MPICH asks at
- * its own MPI_Init); a negative number or a refusal means none. */
+ * its own MPI_Init: vdrun, Hydra, Slurm do); a reply of another kind, a
+ * refusal or a negative number means none.  A server that leaves the
+ * command unanswered would block here, as it would block MPICH. */
 static int pmi_get_appnum(void)
 {
 	struct pmi_msg msg;
+	const char *cmd;
 	long v;
-	int err = pmi_call(&msg, "appnum", "cmd=get_appnum");
+	int err = pmi_send("cmd=get_appnum");
 
+	if (!err)
+		err = pmi_read_line(msg.line);
 	if (err)
 		return err;
+	if (pmi_parse(&msg) != 0 || !(cmd = pmi_attr(&msg, "cmd")) || strcmp(cmd, "appnum"))
+		return 0;
 	if (pmi_rc(&msg) == 0 && pmi_parse_int(pmi_attr(&msg, "appnum"), 0, INT_MAX, &v))
 		pmi.appnum = (int)v;
 	return 0;

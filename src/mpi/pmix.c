@@ -198,14 +198,31 @@ int vd_pmix_get(int from, const char *key, char *value, size_t len)
 	return err;
 }
 
+/* PMIX_APPNUM comes as an unsigned or a signed int depending on the
+ * server (PRRTE: uint32, Slurm: int); -1 for anything else. */
+static int appnum_of(const pmix_value_t *v)
+{
+	if (v->type == PMIX_UINT32 && v->data.uint32 <= INT_MAX)
+		return (int)v->data.uint32;
+	if (v->type == PMIX_INT && v->data.integer >= 0)
+		return v->data.integer;
+	if (v->type == PMIX_UINT16)
+		return v->data.uint16;
+	return -1;
+}
+
 int vd_pmix_appnum(void)
 {
-	pmix_status_t rc;
-	pmix_value_t *v = get_value(X.me.rank, PMIX_APPNUM, &rc);
+	/* Optional: a server without the key answers at once rather than
+	 * after the timeout. */
+	pmix_info_t info[2];
+	pmix_value_t *v = NULL;
 	int appnum = -1;
 
-	if (v && v->type == PMIX_UINT32 && v->data.uint32 <= INT_MAX)
-		appnum = (int)v->data.uint32;
+	info_timeout(&info[0]);
+	info_flag(&info[1], PMIX_OPTIONAL);
+	if (X.get(&X.me, PMIX_APPNUM, info, 2, &v) == PMIX_SUCCESS && v)
+		appnum = appnum_of(v);
 	value_free(v);
 	return appnum;
 }
