@@ -293,7 +293,8 @@ fi
 
 # --map-by core: without -n a rank per CPU vdrun may use, rank i bound to
 # the i-th of them; more ranks than CPUs only with --oversubscribe (they
-# then wrap around); --bind-to none still unbinds.
+# are then unbound, or wrap around with --bind-to core); --bind-to none
+# still unbinds.
 cpu_list=$(awk -v RS=, -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) printf "%d ", c }' <<<"$allowed")
 CPUS='echo "$PMI_RANK $(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status)"'
 run "$VDRUN" --map-by core sh -c "$CPUS"
@@ -306,9 +307,13 @@ fi
 expect_usage "--map-by core, more ranks than CPUs" 2 \
 	"$((ncpus + 1)) ranks, but only $ncpus slot(s)" --map-by core -n $((ncpus + 1)) true
 run "$VDRUN" --map-by core --oversubscribe -n $((ncpus + 1)) sh -c "$CPUS"
+got=$(awk '{print $2}' <<<"$out" | sort -u)
+[ "$rc" -eq 0 ] && [ "$got" = "$allowed" ] ||
+	fail "--map-by core --oversubscribe: exit $rc, ranks on CPUs '$got', want all unbound: $err"
+run "$VDRUN" --map-by core --oversubscribe --bind-to core -n $((ncpus + 1)) sh -c "$CPUS"
 got=$(sort -n <<<"$out" | awk '{printf "%s ", $2}')
 [ "$rc" -eq 0 ] && [ "$got" = "$cpu_list${cpu_list%% *} " ] ||
-	fail "--map-by core --oversubscribe: exit $rc, ranks on CPUs '$got': $err"
+	fail "--map-by core --oversubscribe --bind-to core: exit $rc, ranks on CPUs '$got': $err"
 run "$VDRUN" --map-by core --bind-to none -n 1 sh -c "$CPUS"
 [ "$rc" -eq 0 ] && [ "$out" = "0 $allowed" ] || fail "--map-by core --bind-to none: '$out' $err"
 

@@ -292,6 +292,16 @@ static void tag_lines(struct tagout *t)
 	t->len -= (size_t)(start - t->buf);
 	memmove(t->buf, start, t->len);
 	t->scanned = t->len;
+	/* Back to the first size once a long line is out: a pipe keeps 1 MiB
+	 * only while it holds a line that long. */
+	if (t->cap > TAG_LINE_START && t->len < TAG_LINE_START) {
+		char *buf = realloc(t->buf, TAG_LINE_START);
+
+		if (buf) {
+			t->buf = buf;
+			t->cap = TAG_LINE_START;
+		}
+	}
 }
 
 static void tag_read(struct tagout *t)

@@ -486,10 +486,10 @@ void parse_args(int argc, char **argv, struct opts *o)
 		if (o->apps[a].n == 0 && (o->napps > 1 || (!o->host_arg && !o->hostfile &&
 							   o->map != MAP_CORE)))
 			usage_error("context %d: the number of ranks is missing (-n N)", a + 1);
-	/* --map-by core places a rank per core: each is bound to its own, as
-	 * with Open MPI, unless --bind-to none says otherwise. */
-	if (o->map == MAP_CORE && o->bind == BIND_DEFAULT)
-		o->bind = BIND_CORE;
+	/* --map-by core binds each rank to its core through the default
+	 * binding (a rank per CPU while they are no more than the CPUs);
+	 * oversubscribed, it leaves them unbound rather than stack spinning
+	 * ranks on one core, unless --bind-to core asks for that. */
 	if (!o->agent)
 		o->agent = getenv("VIADUCT_RSH");
 	if (!o->agent || !*o->agent)
