@@ -13,8 +13,8 @@
 #                            runs the words with sh in that host
 # Everything is removed when the script exits, or by a watchdog when it
 # is killed.  Not root, or no
-# CAP_NET_ADMIN: exit 77 with the reason.  Traffic stays in the two
-# namespaces (10.231.N.0/24, N from our pid).
+# CAP_NET_ADMIN: exit 77 with the reason.  Traffic stays in the
+# namespaces made here (10.231.N.0/24, N from our pid).
 
 vd_netns_cleanup() {
 	local ns
@@ -27,7 +27,7 @@ vd_netns_cleanup() {
 # timeout, kill -9): a detached watchdog removes the namespaces once this
 # shell is gone.  It holds none of the test's output pipes.
 vd_netns_watchdog() {
-	local owner=$$ ns
+	local owner=$$
 	setsid bash -c "while kill -0 $owner 2>/dev/null; do sleep 1; done
 		for ns in vdA$$ vdB$$ vdC$$ vdS$$; do ip netns del \$ns 2>/dev/null; done" \
 		</dev/null >/dev/null 2>&1 &

@@ -28,7 +28,7 @@
 
 #include "engine.h"
 
-#define TAG_DATA 1
+#define TAG_DATA 1              /* MPI_Finalize uses 2 on this context (init.c) */
 
 #define TUNE_SIZES 6            /* 4 KiB to 128 KiB */
 #define TUNE_MIN (4u * 1024)
