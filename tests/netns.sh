@@ -43,7 +43,12 @@ vd_netns_bridge() {
 		echo "SKIP: cannot create network namespaces here"
 		exit 77
 	}
-	ip -n "$VD_NS_S" link add br0 type bridge || exit 1
+	# A kernel without bridges cannot make the third host: skip (CI, which
+	# has them, refuses the skip).
+	ip -n "$VD_NS_S" link add br0 type bridge 2>/dev/null || {
+		echo "SKIP: cannot create a bridge here (three hosts need one)"
+		exit 77
+	}
 	ip -n "$VD_NS_S" link set br0 up
 	for h in a:"$VD_NS_A" b:"$VD_NS_B" c:"$VD_NS_C"; do
 		ip -n "$VD_NS_S" link add "p${h%%:*}" type veth peer name "v${h%%:*}" \
